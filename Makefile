@@ -1,0 +1,30 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint bench clean
+
+$(STAMP): pyproject.toml scripts/install.sh
+	bash scripts/install.sh --venv $(VENV)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/sparkwire serve --host 127.0.0.1 --port 6875 --data-dir ./data
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check server planner spark_backend tests bench
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check server planner spark_backend tests bench
+
+bench: $(STAMP)
+	$(PY) bench/bench_select.py
+	$(PY) bench/bench_insert.py
+	$(PY) bench/bench_startup.py
+
+clean:
+	rm -rf $(VENV) data spark-warehouse metastore_db

@@ -1,0 +1,472 @@
+"""SQL text → statements.
+
+Standard statements (queries, DML, CREATE TABLE/VIEW) are parsed by sqlglot's
+PostgreSQL dialect; the session-level and Materialize statements by small
+hand-written parsers over `Scanner`. Anything else is rejected by name with
+0A000 rather than misread.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from planner import statements as st
+from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
+from planner.lexer import Scanner, split_statements
+from planner.types import SqlType, column_type
+
+
+def parse(sql: str) -> list[st.Parsed]:
+    """Every statement in a query string; raises SqlError on the first bad one."""
+    out = []
+    for piece in split_statements(sql):
+        try:
+            stmt = parse_statement(piece.text)
+        except SqlError as err:
+            if err.position is not None:
+                err.position += piece.offset
+            raise
+        out.append(st.Parsed(stmt, piece.text, piece.offset, _param_numbers(stmt)))
+    return out
+
+
+def parse_one(sql: str) -> st.Parsed:
+    """Exactly one statement (the extended protocol's Parse allows no more)."""
+    parsed = parse(sql)
+    if len(parsed) > 1:
+        raise SqlError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
+    return parsed[0] if parsed else st.Parsed(st.Empty(), sql)
+
+
+def parse_statement(text: str) -> st.Statement:
+    s = Scanner(text)
+    first = s.peek()
+    if first is None:
+        return st.Empty()
+    if first.kind == "punct" and first.text == "(":
+        return _query(text)
+    keyword = first.text if first.kind == "word" else ""
+    handler = _HANDLERS.get(keyword)
+    if handler is None:
+        if keyword:
+            raise _unsupported(s)
+        raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{first.raw}"', position=first.pos + 1)
+    return handler(s)
+
+
+def _unsupported(s: Scanner) -> SqlError:
+    words = []
+    for k in range(3):
+        w = s.peek(k)
+        if w is None or w.kind != "word":
+            break
+        words.append(w.raw.upper())
+    name = " ".join(words[:2] if words and words[0] in ("CREATE", "DROP", "ALTER", "SHOW") else words[:1])
+    return SqlError(FEATURE_NOT_SUPPORTED, f"{name} is not supported")
+
+
+# -- sqlglot-parsed statements -------------------------------------------------------
+
+def _sqlglot(text: str) -> exp.Expression:
+    try:
+        tree = sqlglot.parse_one(text, read="postgres")
+    except ParseError as exc:
+        raise _parse_error(text, exc) from exc
+    except TokenError as exc:
+        raise SqlError(SYNTAX_ERROR, f"syntax error: {exc}") from exc
+    if tree is None:
+        raise SqlError(SYNTAX_ERROR, "syntax error at end of input", position=len(text) + 1)
+    return tree
+
+
+def _parse_error(text: str, exc: ParseError) -> SqlError:
+    info = exc.errors[0] if exc.errors else {}
+    line, col = info.get("line", 1), info.get("col", 1)
+    offset = sum(len(row) + 1 for row in text.split("\n")[: line - 1]) + col
+    highlight = info.get("highlight") or ""
+    start = offset - len(highlight)
+    if highlight and not highlight.startswith("SENTINEL") and start < len(text):
+        return SqlError(SYNTAX_ERROR, f'syntax error at or near "{highlight}"', position=start + 1)
+    return SqlError(SYNTAX_ERROR, "syntax error at end of input", position=len(text) + 1)
+
+
+_QUERY_TYPES = (exp.Query, exp.Values)
+
+
+def _query(text: str) -> st.Statement:
+    body, as_of = _split_as_of(text)
+    tree = _sqlglot(body)
+    if not isinstance(tree, _QUERY_TYPES):
+        raise SqlError(SYNTAX_ERROR, "syntax error: expected a query")
+    return st.Query(tree, as_of)
+
+
+def _split_as_of(text: str) -> tuple[str, exp.Expression | None]:
+    """Materialize's `SELECT ... AS OF <time>` clause, cut off the query."""
+    s = Scanner(text)
+    depth = 0
+    for k, w in enumerate(s.words):
+        if w.kind == "punct" and w.text == "(":
+            depth += 1
+        elif w.kind == "punct" and w.text == ")":
+            depth -= 1
+        elif depth == 0 and s.is_keyword("as", "of", ahead=k):
+            rest = text[s.words[k + 1].pos + 2:].strip().rstrip(";")
+            rest = re.sub(r"(?is)^at\s+least\s+", "", rest)
+            if not rest:
+                raise SqlError(SYNTAX_ERROR, "syntax error at end of input", position=len(text) + 1)
+            return text[: w.pos], _sqlglot(f"SELECT {rest}").expressions[0]
+    return text, None
+
+
+def _ident(node: exp.Expression | str) -> str:
+    """A name as PostgreSQL folds it: lower case unless quoted."""
+    if isinstance(node, str):
+        return node.lower()
+    if isinstance(node, exp.Identifier):
+        return node.this if node.quoted else node.this.lower()
+    if isinstance(node, (exp.Column, exp.Table)):
+        return _ident(node.this)
+    return node.name.lower()
+
+
+def table_name(table: exp.Table) -> str:
+    """A referenced relation's name; only the default database and schema exist."""
+    schema = table.args.get("db")
+    if schema is not None and _ident(schema) not in ("public", "mz_catalog", "pg_catalog",
+                                                     "information_schema", "mz_internal"):
+        raise SqlError("3F000", f'unknown schema "{_ident(schema)}"')
+    catalog = table.args.get("catalog")
+    if catalog is not None and _ident(catalog) != "materialize":
+        raise SqlError("3D000", f'unknown database "{_ident(catalog)}"')
+    return _ident(table.this)
+
+
+_TYPE_SPELLING = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s*(?:\(([\d\s,]*)\))?\s*((?:\[\s*\d*\s*\])*)\s*$")
+
+
+def sql_type(dt: exp.DataType) -> SqlType:
+    """A sqlglot data type as one of our column types."""
+    spelled = dt.sql("postgres")
+    m = _TYPE_SPELLING.match(spelled)
+    if m is None:
+        raise SqlError("42704", f'type "{spelled.lower()}" does not exist')
+    name, mods, arrays = m.group(1), m.group(2), m.group(3)
+    if arrays.count("[") > 1:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported")
+    modifiers = tuple(int(x) for x in mods.split(",")) if mods else ()
+    return column_type(name, modifiers, is_array=bool(arrays))
+
+
+def _create(s: Scanner) -> st.Statement:
+    s.expect("create")
+    replace = s.accept("or", "replace")
+    if s.is_keyword("table") or s.is_keyword("temp", "table") or s.is_keyword("temporary", "table"):
+        return _create_table(s.text)
+    if s.is_keyword("view") or s.is_keyword("temp", "view") or s.is_keyword("temporary", "view"):
+        return _create_view(s.text, replace)
+    raise _unsupported(Scanner(s.text))
+
+
+_CONSTRAINTS_OK = (exp.NotNullColumnConstraint, exp.DefaultColumnConstraint)
+
+
+def _create_table(text: str) -> st.CreateTable:
+    tree = _sqlglot(text)
+    if not isinstance(tree, exp.Create) or not isinstance(tree.this, exp.Schema):
+        raise SqlError(SYNTAX_ERROR, "syntax error in CREATE TABLE")
+    if tree.expression is not None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE TABLE AS is not supported")
+    name = table_name(tree.this.this)
+    columns = []
+    seen = set()
+    for cd in tree.this.expressions:
+        if not isinstance(cd, exp.ColumnDef):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"table constraint {cd.sql('postgres')!r} is not supported")
+        col = _ident(cd.this)
+        if col in seen:
+            raise SqlError("42701", f'column "{col}" specified more than once')
+        seen.add(col)
+        if cd.args.get("kind") is None:
+            raise SqlError(SYNTAX_ERROR, f'column "{col}" has no type')
+        not_null, default = False, None
+        for c in cd.args.get("constraints") or []:
+            kind = c.args.get("kind")
+            if isinstance(kind, exp.NotNullColumnConstraint):
+                not_null = not kind.args.get("allow_null")
+            elif isinstance(kind, exp.DefaultColumnConstraint):
+                default = kind.this
+            else:
+                raise SqlError(FEATURE_NOT_SUPPORTED,
+                               f"column constraint {c.sql('postgres')} is not supported")
+        columns.append(st.ColumnDef(col, sql_type(cd.args["kind"]), not_null, default))
+    if not columns:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "a table needs at least one column")
+    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")))
+
+
+def _create_view(text: str, replace: bool) -> st.CreateView:
+    tree = _sqlglot(text)
+    if not isinstance(tree, exp.Create) or not isinstance(tree.expression, _QUERY_TYPES):
+        raise SqlError(SYNTAX_ERROR, "syntax error in CREATE VIEW")
+    target = tree.this
+    columns: tuple[str, ...] = ()
+    if isinstance(target, exp.Schema):
+        columns = tuple(_ident(c) for c in target.expressions)
+        target = target.this
+    m = re.search(r"(?is)\bas\b\s*(.*)$", text)
+    body = m.group(1) if m else tree.expression.sql("postgres")
+    return st.CreateView(table_name(target), tree.expression, body.strip().rstrip(";"),
+                         columns, replace)
+
+
+def _insert(s: Scanner) -> st.Insert:
+    tree = _sqlglot(s.text)
+    if not isinstance(tree, exp.Insert):
+        raise SqlError(SYNTAX_ERROR, "syntax error in INSERT")
+    target = tree.this
+    columns = None
+    if isinstance(target, exp.Schema):
+        columns = tuple(_ident(c) for c in target.expressions)
+        target = target.this
+    if tree.args.get("conflict") is not None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... ON CONFLICT is not supported")
+    source = tree.expression
+    if source is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... DEFAULT VALUES is not supported")
+    returning = tree.args.get("returning")
+    return st.Insert(table_name(target), columns, source,
+                     tuple(returning.expressions) if returning else ())
+
+
+def _update(s: Scanner) -> st.Update:
+    tree = _sqlglot(s.text)
+    if not isinstance(tree, exp.Update):
+        raise SqlError(SYNTAX_ERROR, "syntax error in UPDATE")
+    if tree.args.get("from_") or tree.args.get("from"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE ... FROM is not supported")
+    assignments = []
+    for eq in tree.expressions:
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
+            raise SqlError(SYNTAX_ERROR, f"syntax error in SET clause: {eq.sql('postgres')}")
+        assignments.append((_ident(eq.this), eq.expression))
+    where = tree.args.get("where")
+    alias = tree.this.alias or None
+    return st.Update(table_name(tree.this), alias, tuple(assignments),
+                     where.this if where is not None else None)
+
+
+def _delete(s: Scanner) -> st.Delete:
+    tree = _sqlglot(s.text)
+    if not isinstance(tree, exp.Delete):
+        raise SqlError(SYNTAX_ERROR, "syntax error in DELETE")
+    if tree.args.get("using"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE ... USING is not supported")
+    where = tree.args.get("where")
+    return st.Delete(table_name(tree.this), tree.this.alias or None,
+                     where.this if where is not None else None)
+
+
+# -- hand-parsed statements ---------------------------------------------------------
+
+def _drop(s: Scanner) -> st.Drop:
+    s.expect("drop")
+    kind_word = s.peek()
+    if s.accept("table"):
+        kind = "TABLE"
+    elif s.accept("view"):
+        kind = "VIEW"
+    else:
+        raise _unsupported(Scanner(s.text)) if kind_word else s.error("expected TABLE or VIEW")
+    if_exists = s.accept("if", "exists")
+    names = [_name_of(s.qualified_name())]
+    while s.accept_punct(","):
+        names.append(_name_of(s.qualified_name()))
+    cascade = s.accept("cascade")
+    if not cascade:
+        s.accept("restrict")
+    s.expect_end()
+    return st.Drop(kind, tuple(names), if_exists, cascade)
+
+
+def _name_of(qualified: str) -> str:
+    parts = qualified.split(".")
+    return table_name(exp.Table(this=exp.to_identifier(parts[-1]),
+                                db=exp.to_identifier(parts[-2]) if len(parts) > 1 else None))
+
+
+def _begin(s: Scanner) -> st.Begin:
+    s.next()
+    if s.text.lower().lstrip().startswith("start"):
+        s.expect("transaction")
+    else:
+        s.accept("transaction") or s.accept("work")
+    _skip_transaction_modes(s)
+    return st.Begin()
+
+
+def _skip_transaction_modes(s: Scanner) -> None:
+    # ISOLATION LEVEL / READ ONLY / READ WRITE: all transactions are serializable here.
+    while not s.at_end():
+        s.next()
+
+
+def _commit(s: Scanner) -> st.Commit:
+    s.next()
+    s.accept("transaction") or s.accept("work")
+    s.expect_end()
+    return st.Commit()
+
+
+def _rollback(s: Scanner) -> st.Rollback:
+    s.next()
+    s.accept("transaction") or s.accept("work")
+    s.expect_end()
+    return st.Rollback()
+
+
+def _set(s: Scanner) -> st.Statement:
+    s.expect("set")
+    local = s.accept("local")
+    if not local:
+        s.accept("session")
+    if s.accept("transaction") or s.accept("session", "characteristics"):
+        _skip_transaction_modes(s)
+        return st.Empty()
+    if s.accept("time", "zone"):
+        name = "timezone"
+    else:
+        name = s.qualified_name().lower()
+        if not (s.accept("to") or s.accept_punct("=")):
+            raise s.error("expected TO or =")
+    if s.accept("default"):
+        s.expect_end()
+        return st.SetVariable(name, None, local)
+    values = [_setting_value(s)]
+    while s.accept_punct(","):
+        values.append(_setting_value(s))
+    s.expect_end()
+    return st.SetVariable(name, ", ".join(values), local)
+
+
+def _setting_value(s: Scanner) -> str:
+    w = s.next()
+    if w.kind == "punct" and w.text == "-":
+        return "-" + s.next().text
+    if w.kind in ("string", "number", "word", "qident"):
+        return w.text if w.kind != "word" else w.raw
+    raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{w.raw}"', position=w.pos + 1)
+
+
+def _reset(s: Scanner) -> st.ResetVariable:
+    s.expect("reset")
+    name = "all" if s.accept("all") else s.qualified_name().lower()
+    s.expect_end()
+    return st.ResetVariable(name)
+
+
+_SHOW_OBJECTS = ("tables", "views", "schemas", "databases", "objects")
+
+
+def _show(s: Scanner) -> st.Statement:
+    s.expect("show")
+    for kind in _SHOW_OBJECTS:
+        if s.accept(kind):
+            if s.accept("from") or s.accept("in"):
+                s.qualified_name()  # only one schema exists
+            s.expect_end()
+            return st.ShowObjects(kind)
+    if s.accept("columns"):
+        if not (s.accept("from") or s.accept("in")):
+            raise s.error("expected FROM")
+        name = _name_of(s.qualified_name())
+        s.expect_end()
+        return st.ShowColumns(name)
+    if s.accept("create"):
+        kind = s.ident("object type").upper()
+        if kind not in ("TABLE", "VIEW"):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"SHOW CREATE {kind} is not supported")
+        name = _name_of(s.qualified_name())
+        s.expect_end()
+        return st.ShowCreate(kind, name)
+    if s.accept("time", "zone"):
+        s.expect_end()
+        return st.ShowVariable("timezone")
+    if s.accept("transaction", "isolation", "level"):
+        s.expect_end()
+        return st.ShowVariable("transaction_isolation")
+    name = "all" if s.accept("all") else s.qualified_name().lower()
+    s.expect_end()
+    return st.ShowVariable(name)
+
+
+def _discard(s: Scanner) -> st.Discard:
+    s.expect("discard")
+    what = s.ident("ALL, PLANS, SEQUENCES or TEMP").lower()
+    if what not in ("all", "plans", "sequences", "temp", "temporary"):
+        raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{what}"')
+    s.expect_end()
+    return st.Discard(what)
+
+
+def _explain(s: Scanner) -> st.Explain:
+    s.expect("explain")
+    rest = s.rest()
+    inner = parse_statement(rest)
+    if not isinstance(inner, st.Query):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN is only supported for queries")
+    return st.Explain(inner)
+
+
+def _dml(fn: Callable[[Scanner], st.Statement]) -> Callable[[Scanner], st.Statement]:
+    return fn
+
+
+_HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
+    "select": lambda s: _query(s.text),
+    "with": lambda s: _query(s.text),
+    "values": lambda s: _query(s.text),
+    "table": lambda s: _query(s.text),
+    "insert": _insert,
+    "update": _update,
+    "delete": _delete,
+    "create": _create,
+    "drop": _drop,
+    "begin": _begin,
+    "start": _begin,
+    "commit": _commit,
+    "end": _commit,
+    "rollback": _rollback,
+    "abort": _rollback,
+    "set": _set,
+    "reset": _reset,
+    "show": _show,
+    "discard": _discard,
+    "explain": _explain,
+}
+
+
+def _param_numbers(stmt: st.Statement) -> list[int]:
+    """The $n parameters a statement uses, for ParameterDescription."""
+    trees: list[exp.Expression] = []
+    for value in vars(stmt).values():
+        if isinstance(value, exp.Expression):
+            trees.append(value)
+        elif isinstance(value, tuple):
+            for v in value:
+                if isinstance(v, exp.Expression):
+                    trees.append(v)
+                elif isinstance(v, tuple):
+                    trees.extend(x for x in v if isinstance(x, exp.Expression))
+    numbers = set()
+    for tree in trees:
+        for p in tree.find_all(exp.Parameter):
+            if isinstance(p.this, exp.Literal) and not p.this.is_string:
+                numbers.add(int(p.this.this))
+    return sorted(numbers)
+

@@ -1,0 +1,156 @@
+"""The statements sparkwire understands, as plain data.
+
+Queries and expressions stay sqlglot trees (PostgreSQL dialect); everything
+else is a small dataclass, so the session can dispatch on the class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from planner.types import SqlType
+
+
+@dataclass(frozen=True)
+class Statement:
+    """Base class; `tag` is the CommandComplete tag's first word."""
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class Query(Statement):
+    ast: exp.Expression
+    as_of: exp.Expression | None = None  # Materialize's SELECT ... AS OF
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    name: str
+    type: SqlType
+    not_null: bool = False
+    default: exp.Expression | None = None
+
+
+@dataclass(frozen=True)
+class CreateTable(Statement):
+    name: str
+    columns: tuple[ColumnDef, ...]
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateView(Statement):
+    name: str
+    query: exp.Expression
+    sql: str  # the query's text as written, kept for SHOW CREATE VIEW
+    column_names: tuple[str, ...] = ()
+    or_replace: bool = False
+
+
+@dataclass(frozen=True)
+class Drop(Statement):
+    object_type: str  # TABLE | VIEW
+    names: tuple[str, ...]
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True)
+class Insert(Statement):
+    table: str
+    columns: tuple[str, ...] | None
+    source: exp.Expression  # exp.Values or a query
+    returning: tuple[exp.Expression, ...] = ()
+
+
+@dataclass(frozen=True)
+class Update(Statement):
+    table: str
+    alias: str | None
+    assignments: tuple[tuple[str, exp.Expression], ...]
+    where: exp.Expression | None
+
+
+@dataclass(frozen=True)
+class Delete(Statement):
+    table: str
+    alias: str | None
+    where: exp.Expression | None
+
+
+@dataclass(frozen=True)
+class Begin(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class Commit(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class Rollback(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class SetVariable(Statement):
+    name: str
+    value: str | None  # None means DEFAULT
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class ResetVariable(Statement):
+    name: str  # "all" resets every variable
+
+
+@dataclass(frozen=True)
+class ShowVariable(Statement):
+    name: str  # "all" shows every variable
+
+
+@dataclass(frozen=True)
+class ShowObjects(Statement):
+    object_type: str  # tables | views | schemas | databases
+
+
+@dataclass(frozen=True)
+class ShowColumns(Statement):
+    table: str
+
+
+@dataclass(frozen=True)
+class ShowCreate(Statement):
+    object_type: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Discard(Statement):
+    what: str
+
+
+@dataclass(frozen=True)
+class Explain(Statement):
+    statement: Statement
+
+
+@dataclass(frozen=True)
+class Empty(Statement):
+    pass
+
+
+@dataclass
+class Parsed:
+    """A statement with where it came from, for error positions and logs."""
+
+    statement: Statement
+    text: str
+    offset: int = 0
+    params: list[int] = field(default_factory=list)  # $n numbers it uses

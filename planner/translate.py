@@ -1,0 +1,254 @@
+"""PostgreSQL queries → Spark SQL.
+
+sqlglot does the dialect translation; this module does what needs our
+catalog: relation names become the Spark views a read registered, views are
+inlined, parameters become typed literals, and the session functions
+(`current_database()`, `now()`, ...) become constants, so that Spark computes
+exactly what PostgreSQL would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from planner.errors import UNDEFINED_TABLE, SqlError
+from planner.parser import table_name
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """A stored table, readable in Spark under `spark_name`."""
+
+    spark_name: str
+    columns: dict[str, str]  # column name → Spark type, for type inference
+
+
+@dataclass(frozen=True)
+class ViewSource:
+    query: exp.Expression
+
+
+Resolver = Callable[[str], "TableSource | ViewSource | None"]
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """The values of the session functions for one statement."""
+
+    database: str
+    user: str
+    version: str
+    now_literal: str  # transaction start, 'YYYY-MM-DD HH:MM:SS.ffffff'
+    backend_pid: int = 0
+
+
+def referenced_relations(tree: exp.Expression) -> list[str]:
+    """Names of the relations a query reads, excluding its own CTEs."""
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    names = []
+    for table in tree.find_all(exp.Table):
+        if _is_relation(table):
+            name = table_name(table)
+            if name not in ctes and name not in names:
+                names.append(name)
+    return names
+
+
+def _is_relation(table: exp.Table) -> bool:
+    return isinstance(table.this, exp.Identifier)
+
+
+def to_spark(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
+             params: dict[int, exp.Expression] | None = None) -> str:
+    """The Spark SQL text of a PostgreSQL query."""
+    return resolve_tree(tree, resolve, ctx, params).sql("spark")
+
+
+def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
+                 params: dict[int, exp.Expression] | None = None) -> exp.Expression:
+    tree = tree.copy()
+    names = _written_names(tree)
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    schema: dict[str, dict[str, str]] = {}
+    for table in list(tree.find_all(exp.Table)):
+        if not _is_relation(table):
+            continue
+        name = table_name(table)
+        if name in ctes:
+            continue
+        source = resolve(name)
+        if source is None:
+            raise SqlError(UNDEFINED_TABLE, f'relation "{name}" does not exist')
+        alias = table.args.get("alias")
+        if isinstance(source, TableSource):
+            new = exp.Table(this=exp.to_identifier(source.spark_name),
+                            alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+            schema[source.spark_name] = source.columns
+        else:
+            inner = resolve_tree(source.query, resolve, ctx, None)
+            new = exp.Subquery(this=inner,
+                               alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+        table.replace(new)
+    tree = _replace_functions(tree, ctx)
+    if params:
+        tree = _bind(tree, params)
+    return _name_outputs(_typed(tree, schema), names)
+
+
+def _literal_ts(ctx: SessionContext) -> exp.Expression:
+    return exp.Cast(this=exp.Literal.string(ctx.now_literal),
+                    to=exp.DataType.build("TIMESTAMP"))
+
+
+def _replace_functions(tree: exp.Expression, ctx: SessionContext) -> exp.Expression:
+    constants: dict[type, Callable[[], exp.Expression]] = {
+        exp.CurrentDatabase: lambda: exp.Literal.string(ctx.database),
+        exp.CurrentVersion: lambda: exp.Literal.string(ctx.version),
+        exp.CurrentUser: lambda: exp.Literal.string(ctx.user),
+        exp.SessionUser: lambda: exp.Literal.string(ctx.user),
+        exp.CurrentSchema: lambda: exp.Literal.string("public"),
+        exp.CurrentTimestamp: lambda: _literal_ts(ctx),
+        exp.CurrentDate: lambda: exp.Cast(this=_literal_ts(ctx), to=exp.DataType.build("DATE")),
+    }
+    anonymous: dict[str, Callable[[], exp.Expression]] = {
+        "pg_backend_pid": lambda: exp.Literal.number(ctx.backend_pid),
+        "now": lambda: _literal_ts(ctx),
+        "transaction_timestamp": lambda: _literal_ts(ctx),
+        "statement_timestamp": lambda: _literal_ts(ctx),
+        "current_catalog": lambda: exp.Literal.string(ctx.database),
+        "version": lambda: exp.Literal.string(ctx.version),
+    }
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        make = constants.get(type(node))
+        if make is not None:
+            return make()
+        if isinstance(node, exp.Anonymous):
+            make = anonymous.get(node.name.lower())
+            if make is not None:
+                return make()
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in (
+                "current_user", "session_user", "current_catalog", "current_role", "user"):
+            return exp.Literal.string(ctx.user if node.name.lower() != "current_catalog" else ctx.database)
+        return node
+
+    return tree.transform(swap)
+
+
+def _bind(tree: exp.Expression, params: dict[int, exp.Expression]) -> exp.Expression:
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal):
+            n = int(node.this.this)
+            if n not in params:
+                raise SqlError("08P01", f"there is no parameter ${n}")
+            return params[n].copy()
+        return node
+
+    return tree.transform(swap)
+
+
+_INTEGRAL = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+             exp.DataType.Type.BIGINT}
+_AUTO_ALIAS = re.compile(r"^_col_\d+$")
+
+
+def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expression:
+    """Qualify and type the tree, so integer division can be told apart.
+
+    PostgreSQL divides integers by truncation; Spark's `/` gives a fraction.
+    Knowing operand types needs qualified columns; if the query cannot be
+    qualified (it refers to an unknown column, say) Spark reports that itself.
+    """
+    try:
+        typed = annotate_types(
+            qualify(tree.copy(), schema=schema or None, dialect="spark",
+                    validate_qualify_columns=False, quote_identifiers=False),
+            schema=schema or None, dialect="spark")
+    except Exception:  # noqa: BLE001 - type inference is best effort
+        return tree
+    for div in list(typed.find_all(exp.Div)):
+        left, right = div.this.type, div.expression.type
+        if left is not None and right is not None and left.this in _INTEGRAL and right.this in _INTEGRAL:
+            wide = exp.DataType.Type.BIGINT in (left.this, right.this)
+            div.replace(exp.Cast(this=exp.IntDiv(this=div.this, expression=div.expression),
+                                 to=exp.DataType.build("BIGINT" if wide else "INT")))
+    return typed
+
+
+# sqlglot's name for a function class is not always PostgreSQL's.
+_FUNCTION_NAMES = {
+    exp.CurrentTimestamp: "now",
+    exp.CurrentVersion: "version",
+    exp.CurrentDatabase: "current_database",
+    exp.CurrentUser: "current_user",
+    exp.SessionUser: "session_user",
+    exp.CurrentSchema: "current_schema",
+    exp.CurrentDate: "current_date",
+    exp.StrPosition: "position",
+    exp.ArrayAgg: "array_agg",
+    exp.GroupConcat: "string_agg",
+    exp.TimestampTrunc: "date_trunc",
+    exp.Extract: "extract",
+}
+
+
+def output_name(node: exp.Expression) -> str:
+    """The column name PostgreSQL gives an unaliased select expression."""
+    if isinstance(node, exp.Alias):
+        return node.alias
+    if isinstance(node, exp.Column):
+        return node.name if not isinstance(node.this, exp.Star) else "?column?"
+    if isinstance(node, exp.Cast):
+        inner = output_name(node.this)
+        return inner if inner != "?column?" else node.to.sql("postgres").lower().split("(")[0]
+    if isinstance(node, exp.Case):
+        return "case"
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    if isinstance(node, exp.Func) and not isinstance(node, (exp.Binary, exp.Unary)):
+        return _FUNCTION_NAMES.get(type(node), node.sql_name().lower())
+    return "?column?"
+
+
+def _name_outputs(tree: exp.Expression, names: list[str] | None) -> exp.Expression:
+    """Alias every output column with PostgreSQL's name for it.
+
+    `names` come from the query as the user wrote it (before functions became
+    constants and qualification named columns); None when it had a `*`.
+    """
+    selects = _outer_select(tree)
+    if selects is None:
+        return tree
+    if names is None or len(names) != len(selects.expressions):
+        names = [
+            "?column?" if isinstance(e, exp.Alias) and _AUTO_ALIAS.match(e.alias) else output_name(e)
+            for e in selects.expressions
+        ]
+    for e, name in zip(list(selects.expressions), names):
+        inner = e.this if isinstance(e, exp.Alias) else e
+        e.replace(exp.alias_(inner, exp.to_identifier(name, quoted=True)))
+    return tree
+
+
+def _written_names(tree: exp.Expression) -> list[str] | None:
+    select = _outer_select(tree)
+    if select is None or any(
+        isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+        for e in select.expressions
+    ):
+        return None
+    return [output_name(e) for e in select.expressions]
+
+
+def _outer_select(tree: exp.Expression) -> exp.Select | None:
+    while isinstance(tree, exp.SetOperation):
+        tree = tree.this
+    if isinstance(tree, exp.Subquery):
+        return _outer_select(tree.this)
+    return tree if isinstance(tree, exp.Select) else None

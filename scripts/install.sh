@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Install what sparkwire needs on a Debian machine: Java 17 (for Spark), the
+# PostgreSQL 15 server (tests and benchmarks compare against it), a venv with
+# the package. The Makefile and the Dockerfile both run this script.
+#   scripts/install.sh [--runtime-only] [--venv DIR]
+set -euo pipefail
+
+runtime_only=0
+venv=".venv"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runtime-only) runtime_only=1 ;;
+    --venv) venv="$2"; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+apt_packages=()
+command -v java >/dev/null 2>&1 || apt_packages+=(openjdk-17-jre-headless)
+if [ "$runtime_only" = 0 ]; then
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || apt_packages+=(postgresql-15)
+  command -v psql >/dev/null 2>&1 || apt_packages+=(postgresql-client-15)
+fi
+command -v python3 >/dev/null 2>&1 || apt_packages+=(python3 python3-venv)
+if [ ${#apt_packages[@]} -gt 0 ]; then
+  echo "installing with apt: ${apt_packages[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends "${apt_packages[@]}"
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install -q --upgrade pip
+if [ "$runtime_only" = 0 ]; then
+  "$venv/bin/pip" install -q -e ".[test]"
+else
+  "$venv/bin/pip" install -q .
+fi

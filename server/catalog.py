@@ -1,0 +1,195 @@
+"""The catalog: tables and views by name, with their columns and dependencies.
+
+It is pure state. Every change is a JSON operation that the coordinator
+writes to the durable log in the same record as the data it goes with, and
+that `apply` folds in — at commit time and again when the log is replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.errors import (
+    DEPENDENT_OBJECTS_STILL_EXIST,
+    DUPLICATE_TABLE,
+    UNDEFINED_TABLE,
+    WRONG_OBJECT_TYPE,
+    SqlError,
+)
+from planner.types import SqlType
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: SqlType
+    not_null: bool = False
+    default: str | None = None  # PostgreSQL-dialect SQL of the default expression
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
+                "default": self.default}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Column:
+        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"))
+
+
+@dataclass(frozen=True)
+class Item:
+    """A named relation: a table (with a storage collection) or a view."""
+
+    id: str
+    name: str
+    kind: str  # table | view
+    columns: tuple[Column, ...]
+    created_at: int
+    sql: str | None = None  # a view's query as written
+    depends_on: tuple[str, ...] = ()  # ids of the relations a view reads
+    oid: int = 0
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def column_types(self) -> list[SqlType]:
+        return [c.type for c in self.columns]
+
+    def column(self, name: str) -> Column | None:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "kind": self.kind, "created_at": self.created_at,
+                "columns": [c.to_json() for c in self.columns], "sql": self.sql,
+                "depends_on": list(self.depends_on), "oid": self.oid}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Item:
+        return cls(d["id"], d["name"], d["kind"], tuple(Column.from_json(c) for c in d["columns"]),
+                   d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0))
+
+
+FIRST_USER_OID = 20000
+
+
+@dataclass
+class Catalog:
+    items: dict[str, Item] = field(default_factory=dict)  # by id
+    next_id: int = 1
+
+    # -- reading --------------------------------------------------------------
+    def get(self, name: str) -> Item | None:
+        for item in self.items.values():
+            if item.name == name:
+                return item
+        return None
+
+    def require(self, name: str, kind: str | None = None) -> Item:
+        item = self.get(name)
+        if item is None:
+            raise SqlError(UNDEFINED_TABLE, f'relation "{name}" does not exist')
+        if kind is not None and item.kind != kind:
+            raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a {kind}')
+        return item
+
+    def dependents(self, item_id: str) -> list[Item]:
+        """Items that read `item_id`, directly or through other views."""
+        out: list[Item] = []
+        frontier = [item_id]
+        while frontier:
+            current = frontier.pop()
+            for other in self.items.values():
+                if current in other.depends_on and other not in out:
+                    out.append(other)
+                    frontier.append(other.id)
+        return out
+
+    def sorted_items(self, kind: str | None = None) -> list[Item]:
+        return sorted((i for i in self.items.values() if kind is None or i.kind == kind),
+                      key=lambda i: i.name)
+
+    # -- planning changes (pure: they return operations) -----------------------
+    def allocate_id(self) -> str:
+        ident = f"u{self.next_id}"
+        self.next_id += 1
+        return ident
+
+    def plan_create(self, item: Item, if_not_exists: bool = False, replace: bool = False) -> list[dict]:
+        existing = self.get(item.name)
+        ops: list[dict] = []
+        if existing is not None:
+            if if_not_exists:
+                return []
+            if replace and existing.kind == item.kind == "view":
+                if self.dependents(existing.id):
+                    raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                                   f'cannot replace view "{item.name}" because other objects depend on it')
+                ops.append({"op": "drop", "id": existing.id})
+            else:
+                raise SqlError(DUPLICATE_TABLE, f'relation "{item.name}" already exists')
+        item = Item(item.id, item.name, item.kind, item.columns, item.created_at, item.sql,
+                    item.depends_on, FIRST_USER_OID + int(item.id[1:]))
+        if item.kind == "table":
+            ops.append({"op": "create_collection", "collection": item.id})
+        ops.append({"op": "create", "item": item.to_json()})
+        return ops
+
+    def plan_drop(self, kind: str, names: tuple[str, ...], if_exists: bool, cascade: bool) -> tuple[list[dict], list[str]]:
+        """Operations dropping `names`, and notices for names that did not exist."""
+        ops: list[dict] = []
+        notices: list[str] = []
+        dropped: set[str] = set()
+        for name in names:
+            item = self.get(name)
+            if item is None:
+                if if_exists:
+                    notices.append(f'{kind.lower()} "{name}" does not exist, skipping')
+                    continue
+                if kind == "VIEW":
+                    raise SqlError(UNDEFINED_TABLE, f'view "{name}" does not exist')
+                raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
+            if item.kind != kind.lower():
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a {kind.lower()}')
+            deps = [d for d in self.dependents(item.id) if d.id not in dropped]
+            if deps and not cascade:
+                raise SqlError(
+                    DEPENDENT_OBJECTS_STILL_EXIST,
+                    f'cannot drop {kind.lower()} "{name}": still depended upon by '
+                    + ", ".join(f'{d.kind} "{d.name}"' for d in deps),
+                    hint="Use DROP ... CASCADE to drop the dependent objects too.",
+                )
+            for victim in [*reversed(deps), item]:
+                if victim.id in dropped:
+                    continue
+                dropped.add(victim.id)
+                ops.append({"op": "drop", "id": victim.id})
+                if victim.kind == "table":
+                    ops.append({"op": "drop_collection", "collection": victim.id})
+        return ops, notices
+
+    # -- applying ----------------------------------------------------------------
+    def apply(self, op: dict) -> None:
+        kind = op["op"]
+        if kind == "create":
+            item = Item.from_json(op["item"])
+            self.items[item.id] = item
+            self.next_id = max(self.next_id, int(item.id[1:]) + 1)
+        elif kind == "drop":
+            self.items.pop(op["id"], None)
+
+    def to_json(self) -> dict:
+        return {"items": [i.to_json() for i in self.items.values()], "next_id": self.next_id}
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> Catalog:
+        if not d:
+            return cls()
+        cat = cls({}, d["next_id"])
+        for i in d["items"]:
+            item = Item.from_json(i)
+            cat.items[item.id] = item
+        return cat

@@ -1,0 +1,83 @@
+"""`sparkwire serve`: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sparkwire", description="Streaming SQL on Spark over pgwire.")
+    sub = p.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the server",
+                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    serve.add_argument("--host", default="127.0.0.1", help="listen address")
+    serve.add_argument("--port", type=int, default=6875, help="listen port")
+    serve.add_argument("--data-dir", default="./data", help="where tables and the catalog are kept")
+    serve.add_argument("--spark-master", default="local[*]",
+                       help="Spark master URL: local[*], spark://host:7077 or sc://host:15002")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--log-format", default="text", choices=["text", "json"])
+    serve.add_argument("--password", default=os.environ.get("SPARKWIRE_PASSWORD"),
+                       help="require this password (SCRAM-SHA-256); default: $SPARKWIRE_PASSWORD, "
+                            "or trust authentication when unset")
+    return p
+
+
+class _JsonFormatter(logging.Formatter):
+    _SKIP = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)),
+               "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
+        out.update({k: v for k, v in record.__dict__.items() if k not in self._SKIP})
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+class _TextFormatter(logging.Formatter):
+    _SKIP = _JsonFormatter._SKIP
+
+    def format(self, record: logging.LogRecord) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in record.__dict__.items() if k not in self._SKIP)
+        base = super().format(record)
+        return f"{base} {extra}" if extra else base
+
+
+def _setup_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter() if fmt == "json" else
+                         _TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # PySpark logs every failed query with its JVM stack trace; the client
+    # already gets the error, so keep the server log readable.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    _setup_logging(args.log_level, args.log_format)
+    from server.app import Config, Server
+
+    config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password)
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency; keep working without it
+        runner = asyncio.run
+    runner(Server(config).serve_forever())
+
+
+if __name__ == "__main__":
+    main()

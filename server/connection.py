@@ -1,0 +1,459 @@
+"""One client connection: the pgwire state machine between the codec and a Session.
+
+States follow the protocol: awaiting SSL/startup → authenticating → ready.
+Messages are read by a separate task, so a client that goes away while a
+statement runs is noticed at once and the statement (and its Spark jobs) is
+cancelled. Results leave in batches of DataRows, one socket write per batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from planner import statements as st
+from planner.errors import (
+    ADMIN_SHUTDOWN,
+    DUPLICATE_PREPARED_STATEMENT,
+    FEATURE_NOT_SUPPORTED,
+    INVALID_AUTHORIZATION,
+    INVALID_CATALOG_NAME,
+    INVALID_CURSOR_NAME,
+    INVALID_PASSWORD,
+    INVALID_PREPARED_STATEMENT,
+    PROTOCOL_VIOLATION,
+    SqlError,
+)
+from planner.params import infer_types
+from planner.parser import parse, parse_one
+from planner.types import SqlType
+from server import values
+from server.protocol import messages as m
+from server.protocol.scram import ScramError, ScramServer
+from server.session import Outcome, Session
+from server.settings import Settings
+
+log = logging.getLogger("sparkwire.connection")
+
+ROWS_PER_WRITE = 8192
+
+
+@dataclass
+class Prepared:
+    parsed: st.Parsed
+    param_types: dict[int, SqlType]
+
+    @property
+    def param_list(self) -> list[SqlType]:
+        count = max(self.param_types, default=0)
+        from planner.params import TEXT
+
+        return [self.param_types.get(i, TEXT) for i in range(1, count + 1)]
+
+
+@dataclass
+class Portal:
+    prepared: Prepared
+    params: dict[int, object]
+    result_formats: tuple[int, ...]
+    outcome: Outcome | None = None
+    sent: int = 0
+    described: list[SqlType] | None = field(default=None)
+
+
+class Connection:
+    def __init__(self, server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        self.decoder = m.FrontendDecoder()
+        self.session: Session | None = None
+        self.pid = server.next_pid()
+        self.secret = secrets.randbits(31)
+        self.prepared: dict[str, Prepared] = {}
+        self.portals: dict[str, Portal] = {}
+        self.skip_until_sync = False
+        self.out: list[bytes] = []
+        self.inbox: asyncio.Queue = asyncio.Queue()
+        self.closing = False
+        self._work: asyncio.Task | None = None
+        self.peer = writer.get_extra_info("peername")
+
+    # -- I/O ------------------------------------------------------------------------
+    def send(self, data: bytes) -> None:
+        self.out.append(data)
+
+    async def flush(self) -> None:
+        if self.out:
+            self.writer.write(b"".join(self.out))
+            self.out.clear()
+        await self.writer.drain()
+
+    async def _read_loop(self) -> None:
+        """Decode messages into the inbox; on EOF stop whatever is running."""
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    break
+                for msg in self.decoder.feed(data):
+                    await self.inbox.put(msg)
+        except m.ProtocolError as err:
+            await self.inbox.put(err)
+            return
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        await self.inbox.put(None)
+        if self._work is not None and not self._work.done() and not self.closing:
+            self._work.cancel()
+
+    async def run(self) -> None:
+        reader_task = asyncio.create_task(self._read_loop())
+        try:
+            if not await self._startup():
+                return
+            while True:
+                msg = await self.inbox.get()
+                if msg is None or isinstance(msg, m.Terminate):
+                    return
+                if isinstance(msg, m.ProtocolError):
+                    await self._fatal(msg.sqlstate, msg.message)
+                    return
+                self._work = asyncio.current_task()
+                await self._dispatch(msg)
+        except asyncio.CancelledError:
+            log.info("client went away mid-statement", extra={"event": "client_gone", "pid": self.pid})
+        except (ConnectionError, BrokenPipeError):
+            pass
+        finally:
+            self.closing = True
+            reader_task.cancel()
+            if self.session is not None:
+                self.server.sessions.pop(self.pid, None)
+                await self.session.close()
+            with contextlib.suppress(Exception):  # the socket may already be gone
+                self.writer.close()
+
+    async def _next(self):
+        msg = await self.inbox.get()
+        if isinstance(msg, m.ProtocolError):
+            await self._fatal(msg.sqlstate, msg.message)
+            return None
+        return msg
+
+    async def _fatal(self, code: str, message: str) -> None:
+        self.send(m.error_response(m.error_fields("FATAL", code, message)))
+        try:
+            await self.flush()
+        except ConnectionError:
+            pass
+
+    # -- start-up --------------------------------------------------------------------
+    async def _startup(self) -> bool:
+        while True:
+            msg = await self._next()
+            if msg is None:
+                return False
+            if isinstance(msg, (m.SSLRequest, m.GSSENCRequest)):
+                self.writer.write(m.ssl_refused())
+                await self.writer.drain()
+                self.decoder.expect_startup()
+                continue
+            if isinstance(msg, m.CancelRequest):
+                self.server.cancel(msg.pid, msg.secret_key)
+                return False
+            if isinstance(msg, m.StartupMessage):
+                return await self._authenticate(msg)
+            await self._fatal(PROTOCOL_VIOLATION, f"unexpected {type(msg).__name__} during start-up")
+            return False
+
+    async def _authenticate(self, msg: m.StartupMessage) -> bool:
+        if msg.needs_negotiation:
+            self.send(m.negotiate_protocol_version(0, msg.protocol_options))
+        user = msg.params.get("user")
+        if not user:
+            await self._fatal(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet")
+            return False
+        database = msg.params.get("database") or user
+        verifier = self.server.verifier_for(user)
+        if self.server.password_required and not await self._scram(user, verifier):
+            return False
+        if database != "materialize":
+            await self._fatal(INVALID_CATALOG_NAME, f'database "{database}" does not exist')
+            return False
+        settings = Settings(msg.params)
+        self.session = Session(self.server.coordinator, user, database, settings, self.pid)
+        self.server.sessions[self.pid] = self
+        self.send(m.authentication_ok())
+        for name, value in settings.reported():
+            self.send(m.parameter_status(name, value))
+        self.send(m.backend_key_data(self.pid, self.secret))
+        for err in settings.startup_errors:
+            self._send_error(err, severity="WARNING", notice=True)
+        self.send(m.ready_for_query("I"))
+        await self.flush()
+        return True
+
+    async def _scram(self, user: str, verifier: str | None) -> bool:
+        scram = ScramServer(verifier) if verifier else ScramServer.mock(user, self.server.mock_secret)
+        self.send(m.authentication_sasl(["SCRAM-SHA-256"]))
+        await self.flush()
+        try:
+            first = await self._next()
+            if not isinstance(first, m.PasswordMessage):
+                raise ScramError("expected SASL response", PROTOCOL_VIOLATION)
+            mechanism, initial = m.parse_sasl_initial_response(first.data)
+            if mechanism != "SCRAM-SHA-256":
+                raise ScramError(f"unsupported SASL mechanism {mechanism}", PROTOCOL_VIOLATION)
+            self.send(m.authentication_sasl_continue(scram.handle_client_first(initial)))
+            await self.flush()
+            final = await self._next()
+            if not isinstance(final, m.PasswordMessage):
+                raise ScramError("expected SASL response", PROTOCOL_VIOLATION)
+            self.send(m.authentication_sasl_final(scram.handle_client_final(final.data)))
+            return True
+        except (ScramError, m.ProtocolError) as err:
+            code = getattr(err, "sqlstate", INVALID_PASSWORD)
+            message = (f'password authentication failed for user "{user}"'
+                       if code == INVALID_PASSWORD else err.message)
+            await self._fatal(code, message)
+            return False
+
+    # -- dispatch -------------------------------------------------------------------
+    async def _dispatch(self, msg) -> None:
+        handler = _HANDLERS.get(type(msg))
+        if handler is None:
+            await self._fatal(PROTOCOL_VIOLATION, f"unexpected message {type(msg).__name__}")
+            raise ConnectionError("protocol violation")
+        extended = type(msg) in _EXTENDED
+        if extended and self.skip_until_sync:
+            return
+        try:
+            await handler(self, msg)
+        except SqlError as err:
+            self._send_error(err)
+            await self.session.fail()
+            if extended:
+                self.skip_until_sync = True
+            else:
+                self.send(m.ready_for_query(self.session.status))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("internal error")
+            self._send_error(SqlError("XX000", f"internal error: {exc}"))
+            await self.session.fail()
+            if extended:
+                self.skip_until_sync = True
+            else:
+                self.send(m.ready_for_query(self.session.status))
+        if not extended or isinstance(msg, m.Flush):
+            await self.flush()
+
+    def _send_error(self, err: SqlError, severity: str | None = None, notice: bool = False) -> None:
+        fields = m.error_fields(severity or err.severity, err.sqlstate, err.message,
+                                detail=err.detail, hint=err.hint, position=err.position)
+        self.send(m.notice_response(fields) if notice else m.error_response(fields))
+        if not notice:
+            self.server.metrics_error(err.sqlstate)
+
+    def _send_notices(self, outcome: Outcome) -> None:
+        for severity, text in outcome.notices:
+            self.send(m.notice_response(m.error_fields(severity, "00000" if severity == "NOTICE" else "01000", text)))
+        for name, value in outcome.parameter_changes:
+            self.send(m.parameter_status(name, value))
+
+    # -- simple query --------------------------------------------------------------
+    async def _query(self, msg: m.Query) -> None:
+        session = self.session
+        statements = parse(msg.sql)
+        if not statements:
+            self.send(m.empty_query_response())
+            self.send(m.ready_for_query(session.status))
+            return
+        implicit = len(statements) > 1 and session.txn is None
+        if implicit:
+            session.begin_implicit()
+        for parsed in statements:
+            outcome = await session.execute(parsed)
+            self._send_notices(outcome)
+            if outcome.returns_rows:
+                self.send(m.row_description(_fields(outcome, ())))
+                await self._send_rows(outcome.table, outcome.types, (), 0, outcome.table.num_rows)
+            if not isinstance(parsed.statement, st.Empty):
+                self.send(m.command_complete(outcome.tag))
+            else:
+                self.send(m.empty_query_response())
+        if implicit:
+            await session.end_implicit(success=True)
+        self.send(m.ready_for_query(session.status))
+
+    async def _send_rows(self, table: pa.Table, types: list[SqlType], formats: tuple[int, ...],
+                         start: int, stop: int) -> None:
+        for lo in range(start, stop, ROWS_PER_WRITE):
+            hi = min(stop, lo + ROWS_PER_WRITE)
+            columns = []
+            for i, t in enumerate(types):
+                arr = table.column(i).slice(lo, hi - lo)
+                if _format(formats, i) == 1:
+                    columns.append(values.encode_binary_column(t, arr))
+                else:
+                    columns.append(values.encode_text_column(t, arr))
+            self.send(values.encode_rows(columns) if columns else m.data_rows([[]] * (hi - lo)))
+            if hi - lo == ROWS_PER_WRITE:
+                await self.flush()
+
+    # -- extended query ------------------------------------------------------------
+    async def _parse(self, msg: m.Parse) -> None:
+        if msg.name and msg.name in self.prepared:
+            raise SqlError(DUPLICATE_PREPARED_STATEMENT, f'prepared statement "{msg.name}" already exists')
+        parsed = parse_one(msg.sql)
+        declared = {i + 1: oid for i, oid in enumerate(msg.param_oids)}
+        catalog = self.server.coordinator.catalog
+
+        def columns_of(name: str):
+            item = catalog.get(name)
+            return [(c.name, c.type) for c in item.columns] if item else None
+
+        types = infer_types(parsed.statement, parsed.params, declared, columns_of)
+        self.prepared[msg.name] = Prepared(parsed, types)
+        self.send(m.parse_complete())
+
+    async def _bind(self, msg: m.Bind) -> None:
+        prepared = self.prepared.get(msg.statement)
+        if prepared is None:
+            raise SqlError(INVALID_PREPARED_STATEMENT, f'prepared statement "{msg.statement}" does not exist')
+        types = prepared.param_list
+        if len(msg.params) != len(types):
+            raise SqlError(PROTOCOL_VIOLATION, f"bind message supplies {len(msg.params)} parameters, "
+                                               f"but prepared statement \"{msg.statement}\" requires {len(types)}")
+        formats = msg.param_formats
+        if len(formats) not in (0, 1, len(types)):
+            raise SqlError(PROTOCOL_VIOLATION, f"bind message has {len(formats)} parameter formats "
+                                               f"but {len(types)} parameters")
+        params: dict[int, object] = {}
+        for i, (t, raw) in enumerate(zip(types, msg.params)):
+            if raw is None:
+                params[i + 1] = None
+            elif _format(formats, i) == 1:
+                params[i + 1] = values.decode_binary(t, raw)
+            else:
+                params[i + 1] = values.decode_text(t, raw)
+        if msg.portal and msg.portal in self.portals:
+            raise SqlError("42P03", f'portal "{msg.portal}" already exists')
+        self.portals[msg.portal] = Portal(prepared, params, msg.result_formats)
+        self.send(m.bind_complete())
+
+    async def _describe(self, msg: m.Describe) -> None:
+        if msg.kind == "S":
+            prepared = self.prepared.get(msg.name)
+            if prepared is None:
+                raise SqlError(INVALID_PREPARED_STATEMENT, f'prepared statement "{msg.name}" does not exist')
+            self.send(m.parameter_description([t.oid for t in prepared.param_list]))
+            shape = await self.session.describe(prepared.parsed, prepared.param_types)
+            formats: tuple[int, ...] = ()
+        else:
+            portal = self.portals.get(msg.name)
+            if portal is None:
+                raise SqlError(INVALID_CURSOR_NAME, f'portal "{msg.name}" does not exist')
+            shape = await self.session.describe(portal.prepared.parsed, portal.prepared.param_types)
+            formats = portal.result_formats
+        if shape is None:
+            self.send(m.no_data())
+        else:
+            names, types = shape
+            self.send(m.row_description(_fields(Outcome("", names, types), formats)))
+
+    async def _execute(self, msg: m.Execute) -> None:
+        portal = self.portals.get(msg.portal)
+        if portal is None:
+            raise SqlError(INVALID_CURSOR_NAME, f'portal "{msg.portal}" does not exist')
+        parsed = portal.prepared.parsed
+        if isinstance(parsed.statement, st.Empty):
+            self.send(m.empty_query_response())
+            return
+        if portal.outcome is None:
+            portal.outcome = await self.session.execute(parsed, portal.params, portal.prepared.param_types)
+            self._send_notices(portal.outcome)
+        outcome = portal.outcome
+        if not outcome.returns_rows:
+            self.send(m.command_complete(outcome.tag))
+            return
+        total = outcome.table.num_rows
+        stop = total if msg.max_rows <= 0 else min(total, portal.sent + msg.max_rows)
+        await self._send_rows(outcome.table, outcome.types, portal.result_formats, portal.sent, stop)
+        count = stop - portal.sent
+        portal.sent = stop
+        if stop < total:
+            self.send(m.portal_suspended())
+        else:
+            tag = outcome.tag if outcome.tag.split()[0] != "SELECT" else f"SELECT {count}"
+            self.send(m.command_complete(tag))
+
+    async def _close(self, msg: m.Close) -> None:
+        if msg.kind == "S":
+            self.prepared.pop(msg.name, None)
+        else:
+            self.portals.pop(msg.name, None)
+        self.send(m.close_complete())
+
+    async def _sync(self, msg: m.Sync) -> None:
+        self.skip_until_sync = False
+        self.portals.pop("", None)
+        if self.session.txn is not None and not self.session.txn.explicit:
+            await self.session.end_implicit(success=True)
+        self.send(m.ready_for_query(self.session.status))
+        await self.flush()
+
+    async def _flush(self, msg: m.Flush) -> None:
+        await self.flush()
+
+    async def _function_call(self, msg) -> None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "the function call subprotocol is not supported")
+
+    async def _ignore(self, msg) -> None:
+        return
+
+    def cancel(self) -> None:
+        if self.session is not None:
+            self.session.cancel()
+
+    async def shutdown(self) -> None:
+        await self._fatal(ADMIN_SHUTDOWN, "terminating connection due to administrator command")
+
+
+def _format(formats: tuple[int, ...], i: int) -> int:
+    if not formats:
+        return 0
+    return formats[0] if len(formats) == 1 else formats[i]
+
+
+def _fields(outcome: Outcome, formats: tuple[int, ...]) -> list[m.FieldDescription]:
+    out = []
+    for i, (name, t) in enumerate(zip(outcome.names, outcome.types)):
+        size = -1 if t.is_array else t.base.typlen
+        out.append(m.FieldDescription(name, t.oid, size, t.typmod, _format(formats, i)))
+    return out
+
+
+_HANDLERS: dict[type, Callable] = {
+    m.Query: Connection._query,
+    m.Parse: Connection._parse,
+    m.Bind: Connection._bind,
+    m.Describe: Connection._describe,
+    m.Execute: Connection._execute,
+    m.Close: Connection._close,
+    m.Sync: Connection._sync,
+    m.Flush: Connection._flush,
+    m.FunctionCall: Connection._function_call,
+    m.CopyData: Connection._ignore,
+    m.CopyDone: Connection._ignore,
+    m.CopyFail: Connection._ignore,
+}
+_EXTENDED = {m.Parse, m.Bind, m.Describe, m.Execute, m.Close, m.Flush}

@@ -1,0 +1,244 @@
+"""The coordinator: catalog, timestamp oracle, and the sequencing of writes.
+
+All writes go through one lock: a write transaction reads the latest state,
+computes its updates and commits them at one timestamp, strictly after every
+earlier one. Reads run concurrently at the latest committed timestamp. Spark
+work runs on the engine's threads; the durable log is written from one thread
+so that commits stay in timestamp order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import itertools
+import logging
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+from sqlglot import exp
+
+from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
+from planner.types import SqlType
+from server.catalog import Catalog, Item
+from spark_backend.engine import SparkEngine
+from spark_backend.reads import consolidated_arrow, rows_df
+from spark_backend.schema import sql_type_of_spark
+from spark_backend.storage import Store
+
+log = logging.getLogger("sparkwire.coordinator")
+
+SERVER_VERSION = "15.0"
+VERSION_STRING = "PostgreSQL 15.0 (sparkwire on Apache Spark 4.3.0)"
+
+_SIMPLE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+# How long history is kept before compaction folds it (Materialize's default
+# logical compaction window for tables is one second).
+HISTORY_RETENTION_MS = 1000
+
+
+@dataclass
+class QueryResult:
+    names: list[str]
+    types: list[SqlType]
+    table: pa.Table
+
+
+@dataclass
+class Overlay:
+    """Uncommitted updates of an open transaction, visible to its own reads."""
+
+    updates: dict[str, pa.Table]
+
+
+class Coordinator:
+    def __init__(self, data_dir: str, engine: SparkEngine) -> None:
+        self.store = Store(data_dir)
+        self.engine = engine
+        self.catalog = Catalog()
+        self.write_lock = asyncio.Lock()
+        self._log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log")
+        self._query_ids = itertools.count(1)
+        self._compacting = False
+        self._last_oracle = 0
+
+    # -- start-up ----------------------------------------------------------------
+    def open(self) -> None:
+        recovered = self.store.open()
+        self.catalog = Catalog.from_json(recovered.catalog_snapshot)
+        for op in recovered.catalog_ops:
+            self.catalog.apply(op)
+        self._last_oracle = recovered.last_ts
+        log.info("catalog recovered", extra={"event": "recovered", "items": len(self.catalog.items),
+                                             "last_ts": recovered.last_ts})
+
+    def close(self) -> None:
+        self.store.close()
+        self._log_thread.shutdown(wait=True)
+
+    # -- time ----------------------------------------------------------------
+    def read_ts(self) -> int:
+        """The latest committed timestamp: a read there sees every acknowledged write."""
+        return self.store.last_ts
+
+    def _next_ts(self) -> int:
+        ts = max(int(time.time() * 1000), self._last_oracle + 1, self.store.last_ts + 1)
+        self._last_oracle = ts
+        return ts
+
+    # -- writes ------------------------------------------------------------------
+    async def commit(self, catalog_ops: list[dict], updates: dict[str, pa.Table]) -> int:
+        """Commit catalog changes and updates at one new timestamp. Hold `write_lock`."""
+        assert self.write_lock.locked(), "commits are sequenced by the write lock"
+        ts = self._next_ts()
+        stamped = {cid: _stamp(t, ts) for cid, t in updates.items() if t.num_rows}
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._log_thread, self.store.commit, ts, catalog_ops, stamped)
+        for op in catalog_ops:
+            self.catalog.apply(op)
+        if self.store.checkpoint_due():
+            await loop.run_in_executor(self._log_thread, self.store.checkpoint, self.catalog.to_json())
+        self._maybe_compact()
+        return ts
+
+    # -- reads ------------------------------------------------------------------
+    def resolver(self, views: dict[str, tuple[str, Item]]) -> Resolver:
+        """Resolve names against the catalog, noting each table read in `views`."""
+        qid = next(self._query_ids)
+
+        def resolve(name: str):
+            item = self.catalog.get(name)
+            if item is None:
+                return None
+            if item.kind == "view":
+                from planner.parser import parse_one
+
+                return ViewSource(parse_one(item.sql).statement.ast)
+            spark_name = f"__sw_{qid}_{name if _SIMPLE_NAME.match(name) else item.id}"
+            views[item.id] = (spark_name, item)
+            return TableSource(spark_name, {c.name: c.type.spark for c in item.columns})
+
+        return resolve
+
+    def plan_query(self, ast: exp.Expression, ctx: SessionContext,
+                   params: dict[int, exp.Expression] | None = None) -> tuple[str, dict[str, tuple[str, Item]]]:
+        views: dict[str, tuple[str, Item]] = {}
+        tree = resolve_tree(ast, self.resolver(views), ctx, params)
+        return tree.sql("spark"), views
+
+    async def query(self, spark_sql: str, views: dict[str, tuple[str, Item]], as_of: int,
+                    overlay: Overlay | None = None, group: str | None = None,
+                    describe_only: bool = False) -> QueryResult:
+        return await self.engine.run(self._query_in_spark, spark_sql, views, as_of, overlay,
+                                     describe_only, group=group)
+
+    def _query_in_spark(self, spark, spark_sql: str, views: dict[str, tuple[str, Item]],
+                        as_of: int, overlay: Overlay | None, describe_only: bool) -> QueryResult:
+        registered = []
+        try:
+            for item_id, (spark_name, item) in views.items():
+                extra = overlay.updates.get(item_id) if overlay else None
+                df = rows_df(spark, self.store, item_id, item.column_names, item.column_types,
+                             as_of, extra)
+                df.createOrReplaceTempView(spark_name)
+                registered.append(spark_name)
+            df = spark.sql(spark_sql)
+            df = _presentable(df)
+            names = [f.name for f in df.schema.fields]
+            types = [sql_type_of_spark(f) for f in df.schema.fields]
+            if describe_only:
+                return QueryResult(names, types, pa.table({}))
+            table = df.toArrow()
+            return QueryResult(names, types, _arrow_for_wire(table, types))
+        finally:
+            for name in registered:
+                spark.catalog.dropTempView(name)
+
+    # -- compaction ---------------------------------------------------------------
+    def _maybe_compact(self) -> None:
+        if self._compacting or not self.engine.ready:
+            return
+        frontier = self.read_ts() - HISTORY_RETENTION_MS
+        candidates = self.store.compaction_candidates(frontier)
+        if candidates:
+            self._compacting = True
+            asyncio.get_running_loop().create_task(self._compact(candidates, frontier))
+
+    async def _compact(self, ids: list[str], frontier: int) -> None:
+        try:
+            for cid in ids:
+                item = self.catalog.items.get(cid)
+                files = self.store.old_files(cid, frontier)
+                if item is None or len(files) < 2:
+                    continue
+                since = max(f.max_ts for f in files)
+                table = await self.engine.run(consolidated_arrow, self.store, cid,
+                                              item.column_types, files, since)
+                async with self.write_lock:
+                    loop = asyncio.get_running_loop()
+                    await loop.run_in_executor(self._log_thread, self.store.finish_compaction,
+                                               cid, since, files, table)
+                log.info("compacted", extra={"event": "compacted", "collection": cid,
+                                             "files": len(files), "rows": table.num_rows})
+            self.store.collect_garbage()
+        except Exception:
+            log.exception("compaction failed")
+        finally:
+            self._compacting = False
+
+
+def _stamp(updates: pa.Table, ts: int) -> pa.Table:
+    idx = updates.schema.get_field_index("mz_timestamp")
+    return updates.set_column(idx, "mz_timestamp", pa.array([ts] * updates.num_rows, pa.int64()))
+
+
+def _presentable(df):
+    """Turn result columns the wire has no type for into text Spark can render."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    changed = False
+    cols = []
+    for f in df.schema.fields:
+        if isinstance(f.dataType, (T.StructType, T.MapType)):
+            cols.append(F.to_json(F.col(f"`{f.name}`")).alias(f.name))
+            changed = True
+        elif isinstance(f.dataType, (T.YearMonthIntervalType, T.CalendarIntervalType, T.NullType)):
+            cols.append(F.col(f"`{f.name}`").cast("string").alias(f.name))
+            changed = True
+        else:
+            cols.append(F.col(f"`{f.name}`"))
+    return df.select(*cols) if changed else df
+
+
+def _arrow_for_wire(table: pa.Table, types: list[SqlType]) -> pa.Table:
+    """Make Arrow columns hold what the value encoders expect for their type."""
+    for i, t in enumerate(types):
+        col = table.column(i)
+        if t.base.name == "interval" and pa.types.is_duration(col.type):
+            text = pa.array([None if v is None else format_interval(v) for v in col.to_pylist()],
+                            pa.string())
+            table = table.set_column(i, table.field(i).name, text)
+    return table
+
+
+def format_interval(delta: datetime.timedelta) -> str:
+    """A day-time interval in PostgreSQL's output style."""
+    total_us = delta // datetime.timedelta(microseconds=1)
+    sign = "-" if total_us < 0 else ""
+    total_us = abs(total_us)
+    days, rest = divmod(total_us, 86_400_000_000)
+    secs, us = divmod(rest, 1_000_000)
+    hh, rem = divmod(secs, 3600)
+    mm, ss = divmod(rem, 60)
+    parts = []
+    if days:
+        parts.append(f"{sign}{days} day{'s' if days != 1 else ''}")
+    if rest or not days:
+        frac = f".{us:06d}".rstrip("0") if us else ""
+        parts.append(f"{sign}{hh:02d}:{mm:02d}:{ss:02d}{frac}")
+    return " ".join(parts)

@@ -1,0 +1,525 @@
+"""A client session: its variables, transaction, and the execution of statements.
+
+The session turns parsed statements into calls on the coordinator and
+returns `Outcome`s; it knows nothing of the wire. Writes inside a transaction
+are staged and committed together at COMMIT, at one timestamp; the
+transaction's own reads see them through an overlay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from sqlglot import exp
+
+from planner import statements as st
+from planner.errors import (
+    ACTIVE_SQL_TRANSACTION,
+    FEATURE_NOT_SUPPORTED,
+    IN_FAILED_TRANSACTION,
+    QUERY_CANCELED,
+    SYNTAX_ERROR,
+    WRONG_OBJECT_TYPE,
+    SqlError,
+)
+from planner.params import literal
+from planner.translate import SessionContext, referenced_relations
+from planner.types import BY_NAME, SqlType
+from server import writes
+from server.catalog import Column, Item
+from server.coordinator import VERSION_STRING, Coordinator, Overlay
+from server.settings import VARIABLES, Settings, display_name
+
+log = logging.getLogger("sparkwire.session")
+
+TEXT = SqlType(BY_NAME["text"])
+BOOL = SqlType(BY_NAME["boolean"])
+
+
+@dataclass
+class Outcome:
+    """What a statement produced, for the wire layer to send."""
+
+    tag: str
+    names: list[str] | None = None
+    types: list[SqlType] | None = None
+    table: pa.Table | None = None
+    notices: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
+    parameter_changes: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def returns_rows(self) -> bool:
+        return self.names is not None
+
+
+def rows_outcome(names: list[str], rows: list[tuple], types: list[SqlType] | None = None,
+                 tag: str | None = None) -> Outcome:
+    """An Outcome from a few Python rows (SHOW results and the like)."""
+    types = types or [TEXT] * len(names)
+    from spark_backend.schema import arrow_type
+
+    arrays = [pa.array([r[i] for r in rows], arrow_type(t)) for i, t in enumerate(types)]
+    table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(names))])
+    return Outcome(tag or f"SELECT {len(rows)}", names, types, table)
+
+
+@dataclass
+class Transaction:
+    explicit: bool
+    started: datetime.datetime
+    updates: dict[str, list[pa.Table]] = field(default_factory=dict)
+    read_ts: int | None = None
+    holds_lock: bool = False
+    failed: bool = False
+
+    def overlay(self) -> Overlay | None:
+        if not self.updates:
+            return None
+        return Overlay({k: writes.concat_updates(v) for k, v in self.updates.items()})
+
+
+class Session:
+    def __init__(self, coord: Coordinator, user: str, database: str, settings: Settings,
+                 pid: int) -> None:
+        self.coord = coord
+        self.user = user
+        self.database = database
+        self.settings = settings
+        self.pid = pid
+        self.txn: Transaction | None = None
+        self.group: str | None = None  # Spark job group of the running statement
+        self.cancelled = False
+
+    # -- transaction status ---------------------------------------------------------
+    @property
+    def status(self) -> str:
+        if self.txn is None or not self.txn.explicit:
+            return "I"
+        return "E" if self.txn.failed else "T"
+
+    def _context(self) -> SessionContext:
+        started = self.txn.started if self.txn else _now()
+        return SessionContext(self.database, self.user, VERSION_STRING,
+                              started.strftime("%Y-%m-%d %H:%M:%S.%f"), self.pid)
+
+    def begin_implicit(self) -> None:
+        """A multi-statement simple query runs as one transaction, as in PostgreSQL."""
+        if self.txn is None:
+            self.txn = Transaction(explicit=False, started=_now())
+
+    async def end_implicit(self, success: bool) -> None:
+        if self.txn is not None and not self.txn.explicit:
+            if success:
+                await self._commit_txn()
+            else:
+                self._release()
+
+    async def fail(self) -> None:
+        """After an error: an explicit transaction is aborted, an implicit one rolled back."""
+        if self.txn is None:
+            return
+        if self.txn.explicit:
+            self.txn.failed = True
+            self.txn.updates.clear()
+            if self.txn.holds_lock:
+                self.coord.write_lock.release()
+                self.txn.holds_lock = False
+        else:
+            self._release()
+
+    def _release(self) -> None:
+        if self.txn is not None and self.txn.holds_lock:
+            self.coord.write_lock.release()
+        self.txn = None
+
+    async def close(self) -> None:
+        self._release()
+
+    # -- executing --------------------------------------------------------------
+    async def execute(self, parsed: st.Parsed, params: dict[int, object] | None = None,
+                      param_types: dict[int, SqlType] | None = None) -> Outcome:
+        stmt = parsed.statement
+        if self.txn is not None and self.txn.failed and not isinstance(stmt, (st.Commit, st.Rollback)):
+            raise SqlError(IN_FAILED_TRANSACTION,
+                           "current transaction is aborted, commands ignored until end of transaction block")
+        handler = _HANDLERS.get(type(stmt))
+        if handler is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
+        self.group = self.coord.engine.new_group()
+        self.cancelled = False
+        try:
+            return await handler(self, stmt, params or {}, param_types or {})
+        except asyncio.CancelledError:
+            self.coord.engine.cancel(self.group)
+            raise
+        except SqlError as err:
+            if self.cancelled:
+                raise SqlError(QUERY_CANCELED, "canceling statement due to user request") from err
+            raise
+        finally:
+            self.group = None
+
+    def cancel(self) -> None:
+        """Stop the running statement (a CancelRequest for this session)."""
+        if self.group is not None:
+            self.cancelled = True
+            self.coord.engine.cancel(self.group)
+
+    async def describe(self, parsed: st.Parsed, param_types: dict[int, SqlType]) -> tuple[list[str], list[SqlType]] | None:
+        """The result columns a statement would return, without running it."""
+        stmt = parsed.statement
+        if isinstance(stmt, st.Explain):
+            return ["QUERY PLAN"], [TEXT]
+        if isinstance(stmt, (st.ShowObjects, st.ShowColumns, st.ShowCreate, st.ShowVariable)):
+            out = await self.execute(parsed)
+            return out.names, out.types
+        if not isinstance(stmt, st.Query):
+            return None
+        nulls = {n: literal(None, t) for n, t in param_types.items()}
+        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), nulls)
+        result = await self.coord.query(spark_sql, views, self.coord.read_ts(), None,
+                                        describe_only=True)
+        return result.names, result.types
+
+    # -- reads ---------------------------------------------------------------------
+    def _read_ts(self, as_of: exp.Expression | None) -> int:
+        if as_of is not None:
+            if isinstance(as_of, exp.Literal) and not as_of.is_string:
+                if self.txn is not None and self.txn.explicit:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "AS OF is not allowed inside a transaction")
+                ts = int(float(as_of.this))
+                if ts > self.coord.read_ts():
+                    raise SqlError("22000", f"timestamp {ts} is in the future: the latest "
+                                            f"complete timestamp is {self.coord.read_ts()}")
+                return ts
+            raise SqlError(FEATURE_NOT_SUPPORTED, "AS OF needs a number of milliseconds since the epoch")
+        if self.txn is None or self.txn.holds_lock:
+            return self.coord.read_ts()
+        if self.txn.read_ts is None:
+            self.txn.read_ts = self.coord.read_ts()
+        return self.txn.read_ts
+
+    def _bind(self, params: dict[int, object], types: dict[int, SqlType]) -> dict[int, exp.Expression]:
+        return {n: literal(v, types.get(n, TEXT)) for n, v in params.items()}
+
+    async def _query(self, stmt: st.Query, params, ptypes) -> Outcome:
+        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), self._bind(params, ptypes))
+        result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
+                                        self.txn.overlay() if self.txn else None, group=self.group)
+        return Outcome(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
+
+    async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
+        inner = stmt.statement
+        spark_sql, views = self.coord.plan_query(inner.ast, self._context(), self._bind(params, ptypes))
+        result = await self.coord.query(f"EXPLAIN {spark_sql}", views, self._read_ts(None),
+                                        group=self.group)
+        text = "\n".join(str(v) for v in result.table.column(0).to_pylist())
+        lines = [(line,) for line in text.splitlines() if line.strip()]
+        return rows_outcome(["QUERY PLAN"], lines, tag=f"EXPLAIN {len(lines)}" and "EXPLAIN")
+
+    # -- writes --------------------------------------------------------------------
+    async def _with_write_lock(self, work: Callable[[], Awaitable[dict[str, pa.Table]]]) -> dict[str, pa.Table]:
+        """Run read-then-write work so no other write can come between read and commit."""
+        if self.txn is not None:
+            if not self.txn.holds_lock:
+                await self.coord.write_lock.acquire()
+                self.txn.holds_lock = True
+            return await work()
+        async with self.coord.write_lock:
+            updates = await work()
+            if any(t.num_rows for t in updates.values()):
+                await self.coord.commit([], updates)
+            return {}
+
+    def _stage(self, updates: dict[str, pa.Table]) -> None:
+        if self.txn is None:
+            return
+        for cid, table in updates.items():
+            if table.num_rows:
+                self.txn.updates.setdefault(cid, []).append(table)
+
+    def _writable(self, name: str, verb: str) -> Item:
+        item = self.coord.catalog.require(name)
+        if item.kind != "table":
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot {verb} view "{name}"')
+        return item
+
+    async def _insert(self, stmt: st.Insert, params, ptypes) -> Outcome:
+        if stmt.returning:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... RETURNING is not supported")
+        item = self._writable(stmt.table, "insert into")
+        ctx = self._context()
+        rows = writes.constant_rows(item, stmt, ctx, params, ptypes)
+        if rows is not None:
+            updates = writes.rows_to_updates(item, rows)
+            if self.txn is not None:
+                self._stage({item.id: updates})
+            else:
+                async with self.coord.write_lock:
+                    await self.coord.commit([], {item.id: updates})
+            return Outcome(f"INSERT 0 {len(rows)}")
+        positions = writes.target_columns(item, stmt.columns)
+        count = 0
+
+        async def work() -> dict[str, pa.Table]:
+            nonlocal count
+            source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes))
+            as_of = self.coord.read_ts()
+            overlay = self.txn.overlay() if self.txn else None
+            shape = await self.coord.query(source_sql, views, as_of, overlay, describe_only=True)
+            width = len(shape.names)
+            if width > len(positions):
+                raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+            if width < len(positions) and stmt.columns is not None:
+                raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions")
+            wrapped = writes.coerce_sql(item, positions[:width], source_sql, width)
+            result = await self.coord.query(wrapped, views, as_of, overlay, group=self.group)
+            updates = writes.arrow_to_updates(item, result.table, +1)
+            count = updates.num_rows
+            self._stage({item.id: updates})
+            return {item.id: updates}
+
+        await self._with_write_lock(work)
+        return Outcome(f"INSERT 0 {count}")
+
+    async def _change(self, item: Item, select: exp.Expression, params, ptypes, with_new: bool) -> int:
+        count = 0
+
+        async def work() -> dict[str, pa.Table]:
+            nonlocal count
+            spark_sql, views = self.coord.plan_query(select, self._context(), self._bind(params, ptypes))
+            overlay = self.txn.overlay() if self.txn else None
+            result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay,
+                                            group=self.group)
+            k = len(item.columns)
+            old = writes.arrow_to_updates(item, result.table.select(list(range(k))), -1, check=False)
+            parts = [old]
+            if with_new:
+                parts.append(writes.arrow_to_updates(item, result.table.select(list(range(k, 2 * k))), +1))
+            updates = writes.concat_updates(parts)
+            count = result.table.num_rows
+            self._stage({item.id: updates})
+            return {item.id: updates}
+
+        await self._with_write_lock(work)
+        return count
+
+    async def _update(self, stmt: st.Update, params, ptypes) -> Outcome:
+        item = self._writable(stmt.table, "update")
+        count = await self._change(item, writes.update_select(item, stmt), params, ptypes, True)
+        return Outcome(f"UPDATE {count}")
+
+    async def _delete(self, stmt: st.Delete, params, ptypes) -> Outcome:
+        item = self._writable(stmt.table, "delete from")
+        count = await self._change(item, writes.delete_select(item, stmt), params, ptypes, False)
+        return Outcome(f"DELETE {count}")
+
+    # -- DDL -----------------------------------------------------------------------
+    def _no_ddl_in_transaction(self, what: str) -> None:
+        if self.txn is not None and self.txn.explicit:
+            raise SqlError(ACTIVE_SQL_TRANSACTION, f"{what} cannot run inside a transaction block")
+
+    async def _ddl(self, plan: Callable[[], list[dict]]) -> None:
+        async with self.coord.write_lock:
+            ops = plan()
+            if ops:
+                await self.coord.commit(ops, {})
+
+    async def _create_table(self, stmt: st.CreateTable, params, ptypes) -> Outcome:
+        self._no_ddl_in_transaction("CREATE TABLE")
+        for col in stmt.columns:
+            if col.default is not None:
+                # Fail now, not at the first INSERT, on a default that cannot be computed.
+                writes.constant_value(col.default, col.type, self._context(), {}, {}) \
+                    if not _needs_spark(col.default) else None
+        notices = []
+
+        def plan() -> list[dict]:
+            if stmt.if_not_exists and self.coord.catalog.get(stmt.name) is not None:
+                notices.append(("NOTICE", f'relation "{stmt.name}" already exists, skipping'))
+                return []
+            item = Item(self.coord.catalog.allocate_id(), stmt.name, "table",
+                        tuple(Column(c.name, c.type, c.not_null,
+                                     c.default.sql("postgres") if c.default is not None else None)
+                              for c in stmt.columns), self.coord.read_ts())
+            return self.coord.catalog.plan_create(item, stmt.if_not_exists)
+
+        await self._ddl(plan)
+        return Outcome("CREATE TABLE", notices=notices)
+
+    async def _create_view(self, stmt: st.CreateView, params, ptypes) -> Outcome:
+        self._no_ddl_in_transaction("CREATE VIEW")
+        if any(True for _ in stmt.query.find_all(exp.Parameter)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "views cannot have parameters")
+        sql = stmt.sql
+        if stmt.column_names:
+            cols = ", ".join(f'"{c}"' for c in stmt.column_names)
+            sql = f"SELECT * FROM ({sql}) AS __view({cols})"
+        from planner.parser import parse_one
+
+        tree = parse_one(sql).statement.ast
+        spark_sql, views = self.coord.plan_query(tree, self._context())
+        shape = await self.coord.query(spark_sql, views, self.coord.read_ts(), describe_only=True)
+        if len(set(shape.names)) != len(shape.names):
+            dup = next(n for n in shape.names if shape.names.count(n) > 1)
+            raise SqlError("42701", f'column "{dup}" specified more than once')
+        deps = tuple(self.coord.catalog.require(n).id for n in referenced_relations(tree))
+
+        def plan() -> list[dict]:
+            item = Item(self.coord.catalog.allocate_id(), stmt.name, "view",
+                        tuple(Column(n, t) for n, t in zip(shape.names, shape.types)),
+                        self.coord.read_ts(), sql, deps)
+            return self.coord.catalog.plan_create(item, replace=stmt.or_replace)
+
+        await self._ddl(plan)
+        return Outcome("CREATE VIEW")
+
+    async def _drop(self, stmt: st.Drop, params, ptypes) -> Outcome:
+        self._no_ddl_in_transaction(f"DROP {stmt.object_type}")
+        notices: list[tuple[str, str]] = []
+
+        def plan() -> list[dict]:
+            ops, skipped = self.coord.catalog.plan_drop(stmt.object_type, stmt.names,
+                                                        stmt.if_exists, stmt.cascade)
+            notices.extend(("NOTICE", n) for n in skipped)
+            return ops
+
+        await self._ddl(plan)
+        return Outcome(f"DROP {stmt.object_type}", notices=notices)
+
+    # -- transactions -------------------------------------------------------------
+    async def _begin(self, stmt, params, ptypes) -> Outcome:
+        if self.txn is not None and self.txn.explicit:
+            return Outcome("BEGIN", notices=[("WARNING", "there is already a transaction in progress")])
+        if self.txn is None:
+            self.txn = Transaction(explicit=True, started=_now())
+        else:
+            self.txn.explicit = True
+        return Outcome("BEGIN")
+
+    async def _commit(self, stmt, params, ptypes) -> Outcome:
+        if self.txn is None:
+            return Outcome("COMMIT", notices=[("WARNING", "there is no transaction in progress")])
+        if self.txn.failed:
+            self._release()
+            return Outcome("ROLLBACK")
+        await self._commit_txn()
+        return Outcome("COMMIT")
+
+    async def _commit_txn(self) -> None:
+        txn = self.txn
+        try:
+            updates = {k: writes.concat_updates(v) for k, v in txn.updates.items()}
+            if updates:
+                if txn.holds_lock:
+                    await self.coord.commit([], updates)
+                else:
+                    async with self.coord.write_lock:
+                        await self.coord.commit([], updates)
+        finally:
+            self._release()
+
+    async def _rollback(self, stmt, params, ptypes) -> Outcome:
+        if self.txn is None:
+            return Outcome("ROLLBACK", notices=[("WARNING", "there is no transaction in progress")])
+        self._release()
+        return Outcome("ROLLBACK")
+
+    # -- variables and SHOW ----------------------------------------------------------
+    async def _set(self, stmt: st.SetVariable, params, ptypes) -> Outcome:
+        var = self.settings.set(stmt.name, stmt.value)
+        changes = [(display_name(var.name), self.settings.values[var.name])] if var.reported else []
+        return Outcome("SET", parameter_changes=changes)
+
+    async def _reset(self, stmt: st.ResetVariable, params, ptypes) -> Outcome:
+        changed = self.settings.reset(stmt.name)
+        return Outcome("RESET", parameter_changes=[(display_name(v.name), self.settings.values[v.name])
+                                                   for v in changed if v.reported])
+
+    async def _show_variable(self, stmt: st.ShowVariable, params, ptypes) -> Outcome:
+        if stmt.name == "all":
+            rows = [(n, self.settings.values[n], v.description) for n, v in sorted(VARIABLES.items())]
+            return rows_outcome(["name", "setting", "description"], rows, tag="SHOW")
+        var = self.settings.variable(stmt.name)
+        return rows_outcome([var.name], [(self.settings.values[var.name],)], tag="SHOW")
+
+    async def _show_objects(self, stmt: st.ShowObjects, params, ptypes) -> Outcome:
+        kind = stmt.object_type
+        if kind in ("tables", "views"):
+            names = [(i.name,) for i in self.coord.catalog.sorted_items(kind[:-1])]
+        elif kind == "objects":
+            return rows_outcome(["name", "type"], [(i.name, i.kind) for i in self.coord.catalog.sorted_items()],
+                                tag="SHOW")
+        elif kind == "schemas":
+            names = [("public",)]
+        else:
+            names = [(self.database,)]
+        return rows_outcome(["name"], names, tag="SHOW")
+
+    async def _show_columns(self, stmt: st.ShowColumns, params, ptypes) -> Outcome:
+        item = self.coord.catalog.require(stmt.table)
+        rows = [(c.name, not c.not_null, c.type.display()) for c in item.columns]
+        return rows_outcome(["name", "nullable", "type"], rows, [TEXT, BOOL, TEXT], tag="SHOW")
+
+    async def _show_create(self, stmt: st.ShowCreate, params, ptypes) -> Outcome:
+        item = self.coord.catalog.require(stmt.name, stmt.object_type.lower())
+        if item.kind == "view":
+            sql = f'CREATE VIEW "materialize"."public"."{item.name}" AS {item.sql}'
+        else:
+            cols = []
+            for c in item.columns:
+                text = f'"{c.name}" {c.type.display()}'
+                if c.not_null:
+                    text += " NOT NULL"
+                if c.default is not None:
+                    text += f" DEFAULT {c.default}"
+                cols.append(text)
+            sql = f'CREATE TABLE "materialize"."public"."{item.name}" ({", ".join(cols)})'
+        return rows_outcome(["name", "create_sql"], [(f"materialize.public.{item.name}", sql)], tag="SHOW")
+
+    async def _discard(self, stmt: st.Discard, params, ptypes) -> Outcome:
+        if stmt.what == "all":
+            self._no_ddl_in_transaction("DISCARD ALL")
+            changed = self.settings.reset("all")
+            return Outcome("DISCARD ALL", parameter_changes=[
+                (display_name(v.name), self.settings.values[v.name]) for v in changed if v.reported])
+        return Outcome(f"DISCARD {stmt.what.upper()}")
+
+    async def _empty(self, stmt, params, ptypes) -> Outcome:
+        return Outcome("")
+
+
+def _needs_spark(node: exp.Expression) -> bool:
+    return not isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.Neg, exp.Cast, exp.Interval))
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+_HANDLERS: dict[type, Callable] = {
+    st.Query: Session._query,
+    st.Explain: Session._explain,
+    st.Insert: Session._insert,
+    st.Update: Session._update,
+    st.Delete: Session._delete,
+    st.CreateTable: Session._create_table,
+    st.CreateView: Session._create_view,
+    st.Drop: Session._drop,
+    st.Begin: Session._begin,
+    st.Commit: Session._commit,
+    st.Rollback: Session._rollback,
+    st.SetVariable: Session._set,
+    st.ResetVariable: Session._reset,
+    st.ShowVariable: Session._show_variable,
+    st.ShowObjects: Session._show_objects,
+    st.ShowColumns: Session._show_columns,
+    st.ShowCreate: Session._show_create,
+    st.Discard: Session._discard,
+    st.Empty: Session._empty,
+}

@@ -1,0 +1,120 @@
+"""Session variables: their defaults, which ones clients are told about, and checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.errors import INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT, SqlError
+
+SERVER_VERSION = "15.0"
+SERVER_VERSION_NUM = "150000"
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: str
+    reported: bool = False  # sent as ParameterStatus at start-up and on change
+    description: str = ""
+    allowed: tuple[str, ...] | None = None  # case-insensitive, None = anything
+    read_only: bool = False
+
+
+VARIABLES = {v.name: v for v in [
+    Variable("application_name", "", True, "Sets the application name to be reported."),
+    Variable("client_encoding", "UTF8", True, "The client's character set encoding.",
+             ("utf8", "utf-8", "unicode")),
+    Variable("datestyle", "ISO, MDY", True, "Display format for dates and times.",
+             ("iso, mdy", "iso", "iso,mdy", "mdy, iso")),
+    Variable("timezone", "UTC", True, "The time zone for displaying timestamps.",
+             ("utc", "etc/utc", "+00:00", "00:00", "gmt", "z", "0")),
+    Variable("integer_datetimes", "on", True, "Datetimes are integer based.", read_only=True),
+    Variable("standard_conforming_strings", "on", True, "Backslashes in strings are literal.",
+             ("on", "true")),
+    Variable("server_version", SERVER_VERSION, True, "The server's version.", read_only=True),
+    Variable("server_version_num", SERVER_VERSION_NUM, False, "The server's version as a number.",
+             read_only=True),
+    Variable("server_encoding", "UTF8", True, "The server's character set encoding.", read_only=True),
+    Variable("is_superuser", "off", True, "Whether the user is a superuser.", read_only=True),
+    Variable("intervalstyle", "postgres", True, "Display format for intervals.", ("postgres",)),
+    Variable("search_path", "public", False, "Schema search order for names."),
+    Variable("extra_float_digits", "1", False, "Digits shown for floating point values."),
+    Variable("transaction_isolation", "serializable", False, "Isolation level of transactions.",
+             ("serializable", "strict serializable", "read committed", "repeatable read")),
+    Variable("default_transaction_isolation", "serializable", False, "Default isolation level.",
+             ("serializable", "strict serializable", "read committed", "repeatable read")),
+    Variable("statement_timeout", "0", False, "Maximum duration of a statement."),
+    Variable("idle_in_transaction_session_timeout", "0", False, "Idle transaction timeout."),
+    Variable("lock_timeout", "0", False, "Lock wait timeout."),
+    Variable("database", "materialize", False, "The current database.", read_only=True),
+    Variable("cluster", "default", False, "The current cluster."),
+    Variable("bytea_output", "hex", False, "Output format of bytea.", ("hex",)),
+    Variable("max_identifier_length", "63", False, "Longest identifier.", read_only=True),
+    Variable("client_min_messages", "notice", False, "Lowest message level sent to clients.",
+             ("debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error")),
+]}
+
+_ALIASES = {"time zone": "timezone", "names": "client_encoding"}
+
+
+class Settings:
+    """One session's variables."""
+
+    def __init__(self, startup: dict[str, str]) -> None:
+        self.values: dict[str, str] = {n: v.default for n, v in VARIABLES.items()}
+        self.startup_errors: list[SqlError] = []
+        for key, value in startup.items():
+            name = key.lower()
+            if name in ("user", "database", "replication", "options"):
+                continue
+            if name in VARIABLES:
+                try:
+                    self.set(name, value)
+                except SqlError as err:
+                    self.startup_errors.append(err)
+
+    @staticmethod
+    def variable(name: str) -> Variable:
+        var = VARIABLES.get(_ALIASES.get(name.lower(), name.lower()))
+        if var is None:
+            raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+        return var
+
+    def get(self, name: str) -> str:
+        return self.values[self.variable(name).name]
+
+    def set(self, name: str, value: str | None) -> Variable:
+        var = self.variable(name)
+        if var.read_only:
+            raise SqlError("55P02", f'parameter "{var.name}" cannot be changed')
+        if value is None:
+            value = var.default
+        if var.allowed is not None and value.strip().lower() not in var.allowed:
+            raise SqlError(INVALID_PARAMETER_VALUE,
+                           f'invalid value for parameter "{var.name}": "{value}"',
+                           hint=f"Allowed values: {', '.join(var.allowed)}.")
+        if var.name == "timezone":
+            value = "UTC"
+        self.values[var.name] = value
+        return var
+
+    def reset(self, name: str) -> list[Variable]:
+        if name == "all":
+            changed = [v for v in VARIABLES.values()
+                       if not v.read_only and self.values[v.name] != v.default]
+            for v in changed:
+                self.values[v.name] = v.default
+            return changed
+        return [self.set(name, None)]
+
+    def reported(self) -> list[tuple[str, str]]:
+        """(Name, value) of every reported variable, spelled as PostgreSQL does."""
+        return [(_DISPLAY.get(v.name, v.name), self.values[v.name])
+                for v in VARIABLES.values() if v.reported]
+
+
+_DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
+
+
+def display_name(name: str) -> str:
+    return _DISPLAY.get(name, name)

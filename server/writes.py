@@ -1,0 +1,326 @@
+"""INSERT, UPDATE and DELETE as updates: Arrow tables of (row, mz_timestamp, mz_diff).
+
+A write never changes a file; it adds +1 rows for new values and -1 rows for
+old ones. INSERT ... VALUES of literals and parameters is converted here, in
+Python, so a one-row insert costs no Spark job; everything else (expressions,
+INSERT ... SELECT, UPDATE and DELETE) is computed by Spark against the table
+as of the latest timestamp, under the coordinator's write lock.
+"""
+
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner import statements as st
+from planner.errors import (
+    DATATYPE_MISMATCH,
+    NOT_NULL_VIOLATION,
+    NUMERIC_VALUE_OUT_OF_RANGE,
+    STRING_DATA_RIGHT_TRUNCATION,
+    SYNTAX_ERROR,
+    UNDEFINED_COLUMN,
+    SqlError,
+)
+from planner.translate import SessionContext
+from planner.types import SqlType
+from server.catalog import Item
+from server.coordinator import Coordinator, Overlay
+from server.values import decode_text
+from spark_backend.schema import DIFF, TS, arrow_type, physical, storage_arrow_schema
+
+
+@dataclass
+class WriteResult:
+    item: Item
+    updates: pa.Table  # storage schema, mz_timestamp still 0
+    count: int
+    returning: pa.Table | None = None
+
+
+def target_columns(item: Item, columns: tuple[str, ...] | None) -> list[int]:
+    """Positions of an INSERT's target columns, checked as PostgreSQL does."""
+    if columns is None:
+        return list(range(len(item.columns)))
+    out = []
+    for name in columns:
+        idx = next((i for i, c in enumerate(item.columns) if c.name == name), None)
+        if idx is None:
+            raise SqlError(UNDEFINED_COLUMN, f'column "{name}" of relation "{item.name}" does not exist')
+        if idx in out:
+            raise SqlError("42701", f'column "{name}" specified more than once')
+        out.append(idx)
+    return out
+
+
+# -- INSERT ... VALUES of constants, without Spark ----------------------------------
+
+class NotConstant(Exception):
+    """The expression needs Spark to evaluate."""
+
+
+def constant_value(node: exp.Expression, t: SqlType, ctx: SessionContext,
+                   params: dict[int, object], param_types: dict[int, SqlType]) -> object:
+    """The value of a constant expression assigned to a column of type `t`."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Parameter):
+        n = int(node.this.this)
+        value = params.get(n)
+        ptype = param_types.get(n)
+        if value is None or ptype is None or ptype == t:
+            return value
+        return decode_text(t, _param_text(value).encode())
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return decode_text(t, node.this.encode())
+        return _number_for(node.this, t)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return _number_for("-" + node.this.this, t)
+    if isinstance(node, exp.Boolean):
+        if t.base.name == "boolean":
+            return bool(node.this)
+        if t.base.name in ("text", "character varying", "character"):
+            return "true" if node.this else "false"
+        raise SqlError(DATATYPE_MISMATCH, f"column is of type {t.display()} but expression is of type boolean")
+    if isinstance(node, exp.Interval) and t.base.name == "interval":
+        unit = node.args.get("unit")
+        text = node.this.name + (f" {unit.name}" if unit is not None else "")
+        return decode_text(t, text.encode())
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        from planner.parser import sql_type
+
+        if sql_type(node.to) == t:
+            return decode_text(t, node.this.this.encode())
+    raise NotConstant
+
+
+def _param_text(value: object) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+_INTS = {"smallint": (-(2**15), 2**15 - 1), "integer": (-(2**31), 2**31 - 1),
+         "bigint": (-(2**63), 2**63 - 1)}
+
+
+def _number_for(text: str, t: SqlType) -> object:
+    name = t.base.name
+    if name in _INTS:
+        try:
+            value = int(text)
+        except ValueError:
+            # PostgreSQL rounds a numeric assigned to an integer column.
+            value = int(decimal.Decimal(text).to_integral_value(decimal.ROUND_HALF_UP))
+        lo, hi = _INTS[name]
+        if not lo <= value <= hi:
+            raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range")
+        return value
+    if name in ("real", "double precision"):
+        return float(text)
+    if name == "numeric":
+        return decimal.Decimal(text)
+    if name in ("text", "character varying", "character"):
+        return text
+    raise SqlError(DATATYPE_MISMATCH,
+                   f"column is of type {t.display()} but expression is of type "
+                   f"{'integer' if text.lstrip('-').isdigit() else 'numeric'}")
+
+
+def constant_rows(item: Item, stmt: st.Insert, ctx: SessionContext, params: dict[int, object],
+                  param_types: dict[int, SqlType]) -> list[list[object]] | None:
+    """The rows of INSERT ... VALUES when every value is a constant, else None."""
+    if not isinstance(stmt.source, exp.Values):
+        return None
+    targets = target_columns(item, stmt.columns)
+    rows = []
+    for tup in stmt.source.expressions:
+        values = tup.expressions
+        if len(values) > len(targets):
+            raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+        if len(values) < len(targets) and stmt.columns is not None:
+            raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions")
+        row: list[object] = [None] * len(item.columns)
+        assigned = set()
+        for pos, node in zip(targets, values):
+            column = item.columns[pos]
+            if isinstance(node, exp.Var) and node.name.upper() == "DEFAULT" or isinstance(node, exp.Column) and node.name.upper() == "DEFAULT":
+                continue
+            try:
+                row[pos] = constant_value(node, column.type, ctx, params, param_types)
+            except NotConstant:
+                return None
+            except SqlError as err:
+                if err.sqlstate == DATATYPE_MISMATCH:
+                    err.message = f'column "{column.name}" {err.message[len("column "):]}' if err.message.startswith("column is") else err.message
+                raise
+            assigned.add(pos)
+        for pos, column in enumerate(item.columns):
+            if pos not in assigned and column.default is not None:
+                from planner.parser import parse_one
+
+                default = parse_one(f"SELECT {column.default}").statement.ast.expressions[0]
+                try:
+                    row[pos] = constant_value(default, column.type, ctx, params, param_types)
+                except NotConstant:
+                    return None
+        rows.append(row)
+    return rows
+
+
+def rows_to_updates(item: Item, rows: list[list[object]], diff: int = 1) -> pa.Table:
+    types = item.column_types
+    schema = storage_arrow_schema(types)
+    columns = []
+    for i, t in enumerate(types):
+        values = [check_value(item, i, r[i]) for r in rows]
+        columns.append(_array(values, arrow_type(t), item.columns[i].name))
+    n = len(rows)
+    columns.append(pa.array([0] * n, pa.int64()))
+    columns.append(pa.array([diff] * n, pa.int64()))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _array(values: list, typ: pa.DataType, name: str) -> pa.Array:
+    try:
+        return pa.array(values, typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f'value out of range for column "{name}": {exc}') from exc
+
+
+def check_value(item: Item, pos: int, value: object) -> object:
+    """Enforce the column's type modifier and NOT NULL on one value."""
+    column = item.columns[pos]
+    t = column.type
+    if value is None:
+        if column.not_null:
+            raise SqlError(NOT_NULL_VIOLATION,
+                           f'null value in column "{column.name}" of relation "{item.name}" violates not-null constraint')
+        return None
+    if t.is_array:
+        return value
+    ps = t.precision_scale
+    if ps is not None or t.base.name == "numeric":
+        p, s = ps or (38, 10)
+        d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+        if not d.is_finite():
+            raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"cannot store {d} in a numeric column")
+        d = d.quantize(decimal.Decimal(1).scaleb(-s), rounding=decimal.ROUND_HALF_UP)
+        if d.adjusted() >= p - s:
+            raise SqlError(
+                NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow",
+                detail=f"A field with precision {p}, scale {s} must round to an absolute value "
+                       f"less than 10^{p - s}.")
+        return d
+    n = t.max_length
+    if n is not None and isinstance(value, str):
+        stripped = value.rstrip(" ")
+        if len(value) > n and len(stripped) > n:
+            raise SqlError(STRING_DATA_RIGHT_TRUNCATION, f"value too long for type {t.display()}")
+        value = value[:n] if len(value) > n else value
+        if t.base.name == "character":
+            value = value.ljust(n)
+    return value
+
+
+# -- everything else, through Spark ---------------------------------------------------
+
+def coerce_sql(item: Item, positions: list[int], source_sql: str, width: int) -> str:
+    """Spark SQL casting a query's columns to the target columns' storage types."""
+    inner = ", ".join(f"__v{i}" for i in range(width))
+    by_pos = dict(zip(positions, range(width)))
+    cols = []
+    for pos, column in enumerate(item.columns):
+        if pos in by_pos:
+            value = f"__v{by_pos[pos]}"
+        elif column.default is not None:
+            from planner.parser import parse_one
+
+            value = parse_one(f"SELECT {column.default}").statement.ast.expressions[0].sql("spark")
+        else:
+            value = "NULL"
+        cols.append(f"CAST({value} AS {column.type.spark}) AS {physical(pos)}")
+    return f"SELECT {', '.join(cols)} FROM ({source_sql}) AS __src({inner})"
+
+
+def arrow_to_updates(item: Item, table: pa.Table, diff: int, check: bool = True) -> pa.Table:
+    """Spark's result (physical columns) as checked updates with `diff`."""
+    types = item.column_types
+    schema = storage_arrow_schema(types)
+    columns = []
+    for i, t in enumerate(types):
+        col = table.column(i)
+        if check:
+            col = _checked_column(item, i, col)
+        columns.append(col.cast(arrow_type(t)))
+    n = table.num_rows
+    columns.append(pa.array([0] * n, pa.int64()))
+    columns.append(pa.array([diff] * n, pa.int64()))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+_VALIDATED = {"uuid", "jsonb", "json", "interval", "character", "character varying"}
+
+
+def _checked_column(item: Item, pos: int, col: pa.ChunkedArray) -> pa.ChunkedArray:
+    column = item.columns[pos]
+    t = column.type
+    if column.not_null and col.null_count:
+        raise SqlError(NOT_NULL_VIOLATION,
+                       f'null value in column "{column.name}" of relation "{item.name}" violates not-null constraint')
+    if t.is_array or t.base.name not in _VALIDATED:
+        return col
+    if t.base.name in ("character", "character varying"):
+        if t.max_length is None:
+            return col
+        longest = pc.max(pc.utf8_length(col)).as_py() or 0
+        if longest <= t.max_length and t.base.name == "character varying":
+            return col
+    values = [None if v is None else check_value(item, pos, decode_text(t, v.encode()))
+              for v in col.to_pylist()]
+    return pa.chunked_array([pa.array(values, pa.string())])
+
+
+def values_sql(stmt: st.Insert) -> exp.Expression:
+    """INSERT's source as a query."""
+    return stmt.source
+
+
+def update_select(item: Item, stmt: st.Update) -> exp.Select:
+    """SELECT old columns, new columns FROM t WHERE cond — one pass for UPDATE."""
+    names = item.column_names
+    assigned = {}
+    for name, value in stmt.assignments:
+        if name not in names:
+            raise SqlError(UNDEFINED_COLUMN, f'column "{name}" of relation "{item.name}" does not exist')
+        assigned[name] = value
+    table = exp.Table(this=exp.to_identifier(item.name, quoted=True),
+                      alias=exp.TableAlias(this=exp.to_identifier(stmt.alias)) if stmt.alias else None)
+    old = [exp.alias_(exp.column(n, quoted=True), f"__old{i}") for i, n in enumerate(names)]
+    new = [exp.alias_(exp.Cast(this=assigned[n].copy(), to=exp.DataType.build(item.columns[i].type.spark, dialect="spark"))
+                      if n in assigned else exp.column(n, quoted=True), f"__new{i}")
+           for i, n in enumerate(names)]
+    select = exp.select(*old, *new).from_(table)
+    if stmt.where is not None:
+        select = select.where(stmt.where.copy())
+    return select
+
+
+def delete_select(item: Item, stmt: st.Delete) -> exp.Select:
+    table = exp.Table(this=exp.to_identifier(item.name, quoted=True),
+                      alias=exp.TableAlias(this=exp.to_identifier(stmt.alias)) if stmt.alias else None)
+    select = exp.select(*[exp.alias_(exp.column(n, quoted=True), f"__old{i}")
+                          for i, n in enumerate(item.column_names)]).from_(table)
+    if stmt.where is not None:
+        select = select.where(stmt.where.copy())
+    return select
+
+
+def concat_updates(parts: list[pa.Table]) -> pa.Table:
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+__all__ = ["DIFF", "TS", "Coordinator", "Overlay"]

@@ -1,0 +1,109 @@
+"""Spark's errors, reworded as the PostgreSQL errors a client expects.
+
+Spark 4 errors carry an error class and message parameters; we map the ones a
+user can cause to PostgreSQL's SQLSTATE and wording, and replace the internal
+view names sparkwire gives tables with the names the user wrote.
+"""
+
+from __future__ import annotations
+
+import re
+
+from planner.errors import SqlError
+
+# Internal relation names look like __sw_<query>_<table>; users never see them.
+INTERNAL_NAME = re.compile(r"`?__sw_\d+_([A-Za-z0-9_]+?)`?(?=\W|$)")
+
+
+def _clean(text: str) -> str:
+    text = INTERNAL_NAME.sub(lambda m: m.group(1), text)
+    text = re.sub(r"`spark_catalog`\.`default`\.", "", text)
+    return text.replace("`", '"')
+
+
+def _param(params: dict, *names: str) -> str:
+    for name in names:
+        if name in params:
+            return _clean(str(params[name])).strip('"')
+    return "?"
+
+
+def _first_line(text: str) -> str:
+    text = re.sub(r"^\[[A-Z_.]+\]\s*", "", text.strip())
+    return _clean(text.split("\n")[0].split(" SQLSTATE:")[0]).strip()
+
+
+def _unresolved_column(p: dict) -> tuple[str, str]:
+    return "42703", f'column "{_param(p, "objectName")}" does not exist'
+
+
+def _table_not_found(p: dict) -> tuple[str, str]:
+    return "42P01", f'relation "{_param(p, "relationName")}" does not exist'
+
+
+def _routine(p: dict) -> tuple[str, str]:
+    return "42883", f"function {_param(p, 'routineName')} does not exist"
+
+
+def _cast_invalid(p: dict) -> tuple[str, str]:
+    target = _param(p, "targetType").lower()
+    return "22P02", f'invalid input syntax for type {target}: "{_param(p, "expression").strip(chr(39))}"'
+
+
+def _out_of_range(p: dict) -> tuple[str, str]:
+    return "22003", "value out of range" + (
+        f": {_param(p, 'value')}" if "value" in p else ""
+    )
+
+
+_BY_CLASS = {
+    "UNRESOLVED_COLUMN": _unresolved_column,
+    "TABLE_OR_VIEW_NOT_FOUND": _table_not_found,
+    "UNRESOLVED_ROUTINE": _routine,
+    "CAST_INVALID_INPUT": _cast_invalid,
+    "CAST_OVERFLOW": _out_of_range,
+    "CAST_OVERFLOW_IN_TABLE_INSERT": _out_of_range,
+    "NUMERIC_VALUE_OUT_OF_RANGE": _out_of_range,
+    "NUMERIC_OUT_OF_SUPPORTED_RANGE": _out_of_range,
+    "ARITHMETIC_OVERFLOW": lambda p: ("22003", "value out of range: overflow"),
+    "DIVIDE_BY_ZERO": lambda p: ("22012", "division by zero"),
+    "INTERVAL_DIVIDED_BY_ZERO": lambda p: ("22012", "division by zero"),
+}
+
+# Spark SQLSTATEs that are not PostgreSQL's, mapped to the nearest one.
+_SQLSTATE = {
+    "42K09": "42804",  # DATATYPE_MISMATCH
+    "42K0E": "42803",  # grouping errors
+    "42803": "42803",
+    "42000": "42601",
+    "22546": "22P02",
+}
+
+
+def translate_spark_error(exc: BaseException) -> SqlError:
+    """The SqlError to send for an exception raised by a Spark call."""
+    error_class = _call(exc, "getCondition") or _call(exc, "getErrorClass") or ""
+    params = _call(exc, "getMessageParameters") or {}
+    top = error_class.split(".")[0]
+    if top in _BY_CLASS:
+        code, message = _BY_CLASS[top](params)
+        return SqlError(code, message)
+    sqlstate = _call(exc, "getSqlState") or ""
+    message = _first_line(str(exc)) or type(exc).__name__
+    if top.startswith("DATATYPE_MISMATCH") or error_class.startswith("DATATYPE_MISMATCH"):
+        return SqlError("42804", message)
+    if len(sqlstate) == 5:
+        return SqlError(_SQLSTATE.get(sqlstate, sqlstate), message)
+    if "Py4JNetworkError" in type(exc).__name__ or "Connection refused" in message:
+        return SqlError("58000", f"Spark is unreachable: {message}")
+    return SqlError("XX000", message)
+
+
+def _call(exc: BaseException, name: str):
+    method = getattr(exc, name, None)
+    if method is None:
+        return None
+    try:
+        return method()
+    except Exception:  # noqa: BLE001 - older error objects lack the details
+        return None

@@ -1,0 +1,92 @@
+"""Starting a real sparkwire server process for integration tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """`sparkwire serve` in a subprocess, on a free port and its own data directory."""
+
+    def __init__(self, data_dir: str | None = None, extra_args: list[str] | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="sparkwire-test-")
+        self.extra_args = extra_args or []
+        self.env = env or {}
+        self.proc: subprocess.Popen | None = None
+        self.log_path = Path(self.data_dir).parent / f"{Path(self.data_dir).name}.log"
+
+    @property
+    def dsn(self) -> str:
+        return f"host=127.0.0.1 port={self.port} user=materialize dbname=materialize"
+
+    def start(self, timeout: float = 120.0) -> ServerProcess:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
+        self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server", "serve", "--port", str(self.port),
+             "--data-dir", self.data_dir, *self.extra_args],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.log_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not listen in time:\n{self.log_text()}")
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Wait until Spark is up (a query answers)."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=timeout) as conn:
+            conn.execute("SELECT 1").fetchall()
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-5000:]
+        except OSError:
+            return ""
+
+    def kill9(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+        if getattr(self, "log", None):
+            self.log.close()
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self.own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            self.log_path.unlink(missing_ok=True)
