@@ -77,6 +77,9 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     schema: dict[str, dict[str, str]] = {}
     for table in list(tree.find_all(exp.Table)):
+        if isinstance(table.this, (exp.ExplodingGenerateSeries, exp.GenerateSeries)):
+            table.replace(_series(table))
+            continue
         if not _is_relation(table):
             continue
         name = table_name(table)
@@ -99,6 +102,23 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
     if params:
         tree = _bind(tree, params)
     return _name_outputs(_typed(tree, schema), names)
+
+
+def _series(table: exp.Table) -> exp.Subquery:
+    """generate_series(a, b[, step]) in FROM, as a Spark subquery with PostgreSQL's column name."""
+    series = table.this
+    args = [series.args["start"], series.args["end"]]
+    if series.args.get("step") is not None:
+        args.append(series.args["step"])
+    alias = table.args.get("alias")
+    column = "generate_series"
+    if alias is not None:
+        columns = alias.args.get("columns") or []
+        column = columns[0].name if columns else alias.name
+    select = exp.select(exp.alias_(exp.Explode(this=exp.Anonymous(this="sequence", expressions=args)),
+                                   exp.to_identifier(column, quoted=True)))
+    return exp.Subquery(this=select, alias=exp.TableAlias(
+        this=exp.to_identifier(alias.name if alias is not None else "generate_series", quoted=True)))
 
 
 def _literal_ts(ctx: SessionContext) -> exp.Expression:

@@ -176,8 +176,7 @@ def _float8_text(x: Any) -> str:
         return special
     r = repr(x)
     if abs(x) >= 2.0**53:
-        return _float_text_big(x, float(np.nextafter(x, -math.inf)),
-                               float(np.nextafter(x, math.inf)), 15)
+        return _float_text_big(x, math.nextafter(x, -math.inf), math.nextafter(x, math.inf), 15)
     if "e" in r:
         # repr is shortest round-trip and already writes >= 2 exponent digits.
         return r
@@ -190,8 +189,14 @@ def _float8_text(x: Any) -> str:
     return _pg_float_from_digits(neg, ip + fp, len(ip) - 1, 15)
 
 
+def _to_float32(x: Any) -> np.float32:
+    # Doubles beyond float32's range become infinities, as an Arrow cast does.
+    with np.errstate(over="ignore"):
+        return np.float32(x)
+
+
 def _float4_text(x: Any) -> str:
-    f = np.float32(x)
+    f = _to_float32(x)
     special = _float_special(float(f))
     if special is not None:
         return special
@@ -495,7 +500,7 @@ _BINARY_ENCODERS: dict[str, Callable[[SqlType, Any], bytes]] = {
     "integer": lambda t, v: _pack_i32(v),
     "bigint": lambda t, v: _pack_i64(v),
     "oid": lambda t, v: _pack_u32(v),
-    "real": lambda t, v: _pack_f32(v),
+    "real": lambda t, v: _pack_f32(float(_to_float32(v))),
     "double precision": lambda t, v: _pack_f64(v),
     "numeric": _numeric_binary,
     "text": _enc_str,
@@ -1783,7 +1788,7 @@ def _text_chunk(t: SqlType, a: pa.Array) -> pa.Array:
         if res is not None:
             return res
     if name == "date" and pa.types.is_date32(ty):
-        days = _values_np(a)
+        days = _values_np(a.cast(pa.int32())).astype(np.int64)
         res = _as_binary(pc.cast(a, pa.string()))
         bad = ((days < _MIN_DAY) | (days > _MAX_DAY)) & _valid_np(a)
         return _patch_ints(res, days, bad, _date_text_bc)
@@ -1930,7 +1935,14 @@ def _binary_chunk(t: SqlType, a: pa.Array) -> pa.Array:
         return _fixed_width(a, _values_np(a).astype(np.uint8), 1)
     if name in _NP_BIG and (pa.types.is_integer(ty) or pa.types.is_floating(ty)):
         dt = np.dtype(_NP_BIG[name])
-        return _fixed_width(a, _values_np(a).astype(dt), dt.itemsize)
+        vals = _values_np(a)
+        if dt.kind in "iu" and vals.size and (
+            vals.min() < np.iinfo(dt).min or vals.max() > np.iinfo(dt).max
+        ):
+            # Out of range for the wire type: let the per-value path raise.
+            return _per_value(encode_binary, t, a)
+        with np.errstate(over="ignore"):  # float64 -> float32 overflows to inf
+            return _fixed_width(a, vals.astype(dt), dt.itemsize)
     if name == "numeric" and pa.types.is_decimal(ty):
         res = _numeric_binary_chunk(t, a)
         if res is not None:
@@ -1988,7 +2000,7 @@ def encode_binary_column(t: SqlType, arr: pa.Array | pa.ChunkedArray) -> list[by
 # --------------------------------------------------------------------------
 
 # Below this many rows the Python loop beats Arrow's fixed call overhead.
-_SMALL_ROWS = 64
+_SMALL_ROWS = 256
 # Arrow binary offsets are int32: join at most this many bytes at a time.
 _JOIN_LIMIT = 1 << 30
 _NULL_FIELD = b"\xff\xff\xff\xff"
@@ -2062,11 +2074,11 @@ def encode_rows(columns: Sequence[Column], nrows: int | None = None) -> bytes:
         parts.append(a)
     header = np.empty(n, dtype=[("tag", "u1"), ("len", ">i4"), ("ncols", ">i2")])
     header["tag"] = ord("D")
-    header["len"] = row_len - 1  # the length word excludes the 'D' tag
+    header["len"] = row_len  # 4 (length) + 2 (count) + the fields: all but the tag
     header["ncols"] = len(arrays)
     parts.insert(0, _fixed_arrow(header.view(np.uint8), 7, n))
     # Join in pieces so no piece overflows Arrow's int32 offsets.
-    ends = np.cumsum(row_len)
+    ends = np.cumsum(row_len + 1)
     out: list[bytes] = []
     start = 0
     while start < n:

@@ -134,7 +134,9 @@ class Store:
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{ts}-{uuid.uuid4().hex[:12]}.parquet"
         path = folder / name
-        pq.write_table(updates, path, compression="zstd" if updates.num_rows > 10000 else "none")
+        # Row groups of 128k rows let Spark read a big file with one task per core.
+        pq.write_table(updates, path, compression="zstd" if updates.num_rows > 10000 else "none",
+                       row_group_size=131072)
         _fsync_file(path)
         _fsync_dir(folder)
         ts_col = updates.column(TS)
