@@ -418,8 +418,10 @@ def _explain(s: Scanner) -> st.Explain:
     s.expect("explain")
     rest = s.rest()
     inner = parse_statement(rest)
+    if type(inner).__name__ == "Subscribe":
+        return _subscribe_syntax().ExplainSubscribe(inner)
     if not isinstance(inner, st.Query):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN is only supported for queries")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN is only supported for queries and SUBSCRIBE")
     return st.Explain(inner)
 
 
@@ -448,7 +450,18 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "show": _show,
     "discard": _discard,
     "explain": _explain,
+    "subscribe": lambda s: _subscribe_syntax().parse_subscribe(s),
+    "declare": lambda s: _subscribe_syntax().parse_declare(s),
+    "fetch": lambda s: _subscribe_syntax().parse_fetch(s),
+    "close": lambda s: _subscribe_syntax().parse_close(s),
+    "copy": lambda s: _subscribe_syntax().parse_copy(s),
 }
+
+
+def _subscribe_syntax():
+    from planner import subscribe_syntax
+
+    return subscribe_syntax
 
 
 def _param_numbers(stmt: st.Statement) -> list[int]:

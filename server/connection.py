@@ -302,10 +302,10 @@ class Connection:
             for i, t in enumerate(types):
                 arr = table.column(i).slice(lo, hi - lo)
                 if _format(formats, i) == 1:
-                    columns.append(values.encode_binary_column(t, arr))
+                    columns.append(values.encode_binary_arrow(t, arr))
                 else:
-                    columns.append(values.encode_text_column(t, arr))
-            self.send(values.encode_rows(columns) if columns else m.data_rows([[]] * (hi - lo)))
+                    columns.append(values.encode_text_arrow(t, arr))
+            self.send(values.encode_rows(columns, hi - lo))
             if hi - lo == ROWS_PER_WRITE:
                 await self.flush()
 
@@ -342,7 +342,7 @@ class Connection:
             if raw is None:
                 params[i + 1] = None
             elif _format(formats, i) == 1:
-                params[i + 1] = values.decode_binary(t, raw)
+                params[i + 1] = values.decode_binary(t, raw, param=i + 1)
             else:
                 params[i + 1] = values.decode_text(t, raw)
         if msg.portal and msg.portal in self.portals:

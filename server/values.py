@@ -1087,15 +1087,16 @@ def _dec_bytea(t: SqlType, data: bytes) -> bytes:
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 
 
+# hex_decode allows whitespace between digit pairs only.
+_HEX_BODY_RE = re.compile(rb"(?:[ \t\n\r]*[0-9a-fA-F]{2})*[ \t\n\r]*")
+
+
 def _bytea_hex(body: bytes) -> bytes:
-    # hex_decode allows whitespace between digit pairs only.
+    if _HEX_BODY_RE.fullmatch(body):
+        return bytes.fromhex(body.translate(None, b" \t\n\r").decode("ascii"))
+    # Invalid: walk it as hex_decode does to report the same error.
     out = bytearray()
     i, n = 0, len(body)
-    compact = body.translate(None, b" \t\n\r")
-    if len(compact) % 2 == 0 and all(c in _HEX_DIGITS for c in compact) and (
-        len(compact) == n or re.fullmatch(rb"(?:[ \t\n\r]*[0-9a-fA-F]{2})*[ \t\n\r]*", body)
-    ):
-        return bytes.fromhex(compact.decode("ascii"))
     while i < n:
         c = body[i]
         if c in b" \t\n\r":

@@ -1,0 +1,377 @@
+"""Parsing SUBSCRIBE and the statements that deliver it: DECLARE, FETCH, CLOSE, COPY.
+
+    SUBSCRIBE [TO] {name | (query)}
+        [ENVELOPE UPSERT (KEY (k, ...)) | ENVELOPE DEBEZIUM (KEY (k, ...))]
+        [WITHIN TIMESTAMP ORDER BY expr [ASC|DESC] [NULLS FIRST|LAST], ...]
+        [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]
+        [AS OF [AT LEAST] ts] [UP TO ts]
+
+The output modifier may stand before or after WITH (...), as Materialize allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from planner import statements as st
+from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, SqlError
+from planner.lexer import Scanner
+
+
+@dataclass(frozen=True)
+class OrderKey:
+    column: str
+    descending: bool = False
+    nulls_first: bool | None = None  # None: PostgreSQL's default for the direction
+
+    @property
+    def effective_nulls_first(self) -> bool:
+        return self.descending if self.nulls_first is None else self.nulls_first
+
+
+@dataclass(frozen=True)
+class OutputMode:
+    """How a SUBSCRIBE's updates are shaped: plain diffs, or one modifier."""
+
+    kind: str = "diffs"  # diffs | order_by | upsert | debezium
+    keys: tuple[str, ...] = ()  # ENVELOPE ... (KEY (...))
+    order_by: tuple[OrderKey, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return {"diffs": "diffs", "order_by": "within_timestamp_order_by",
+                "upsert": "envelope_upsert", "debezium": "envelope_debezium"}[self.kind]
+
+
+@dataclass(frozen=True)
+class Subscribe(st.Statement):
+    relation: str | None  # SUBSCRIBE name
+    query: exp.Expression | None  # SUBSCRIBE (query)
+    snapshot: bool = True
+    progress: bool = False
+    as_of: int | None = None
+    as_of_at_least: bool = False
+    up_to: int | None = None
+    output: OutputMode = field(default_factory=OutputMode)
+
+
+@dataclass(frozen=True)
+class DeclareCursor(st.Statement):
+    name: str
+    inner: st.Statement
+    text: str
+
+
+@dataclass(frozen=True)
+class Fetch(st.Statement):
+    cursor: str
+    count: int | None  # None = ALL
+    timeout: float | None = None  # seconds; None = wait for at least one row
+
+
+@dataclass(frozen=True)
+class CloseCursor(st.Statement):
+    name: str | None  # None = ALL
+
+
+@dataclass(frozen=True)
+class CopyTo(st.Statement):
+    inner: st.Statement
+    binary: bool = False
+
+
+@dataclass(frozen=True)
+class ExplainSubscribe(st.Statement):
+    inner: Subscribe
+
+
+def parse_subscribe(s: Scanner) -> Subscribe:
+    s.expect("subscribe")
+    s.accept("to")
+    relation = None
+    query = None
+    if s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "(":
+        query = _parenthesized_query(s)
+    else:
+        relation = s.qualified_name().split(".")[-1]
+    options: dict[str, bool] = {}
+    output = OutputMode()
+    as_of = up_to = None
+    at_least = False
+    while not s.at_end():
+        if s.accept_punct(";"):
+            continue
+        if s.is_keyword("envelope") or s.is_keyword("within"):
+            if output.kind != "diffs":
+                raise SqlError(SYNTAX_ERROR, _one_modifier_message(output, s))
+            output = _output_modifier(s)
+        elif s.accept("with"):
+            if options:
+                raise s.error("WITH specified more than once")
+            options = _options(s)
+        elif s.accept("as", "of"):
+            if as_of is not None:
+                raise s.error("AS OF specified more than once")
+            at_least = s.accept("at", "least")
+            as_of = _timestamp(s, "AS OF")
+        elif s.accept("up", "to"):
+            if up_to is not None:
+                raise s.error("UP TO specified more than once")
+            up_to = _timestamp(s, "UP TO")
+        else:
+            w = s.peek()
+            raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{w.raw}"', position=w.pos + 1)
+    return Subscribe(relation, query, options.get("snapshot", True), options.get("progress", False),
+                     as_of, at_least, up_to, output)
+
+
+def _one_modifier_message(current: OutputMode, s: Scanner) -> str:
+    new = "ENVELOPE" if s.is_keyword("envelope") else "WITHIN TIMESTAMP ORDER BY"
+    if current.kind in ("upsert", "debezium") and new == "WITHIN TIMESTAMP ORDER BY" or \
+            current.kind == "order_by" and new == "ENVELOPE":
+        return f"WITHIN TIMESTAMP ORDER BY cannot be combined with ENVELOPE {_envelope_name(current, s)}"
+    return "only one ENVELOPE may be specified"
+
+
+def _envelope_name(current: OutputMode, s: Scanner) -> str:
+    if current.kind in ("upsert", "debezium"):
+        return current.kind.upper()
+    w = s.peek(1)
+    return w.raw.upper() if w is not None else ""
+
+
+def _parenthesized_query(s: Scanner) -> exp.Expression:
+    start = s.peek()
+    depth = 0
+    while True:
+        w = s.next()
+        if w.kind == "punct" and w.text == "(":
+            depth += 1
+        elif w.kind == "punct" and w.text == ")":
+            depth -= 1
+            if depth == 0:
+                end = w.pos
+                break
+    from planner.parser import parse_statement
+
+    inner = parse_statement(s.text[start.pos + 1:end])
+    if not isinstance(inner, st.Query):
+        raise SqlError(SYNTAX_ERROR, "SUBSCRIBE needs a table, a view or a (SELECT ...) query",
+                       position=start.pos + 2)
+    if inner.as_of is not None:
+        raise SqlError(SYNTAX_ERROR, "AS OF belongs after the SUBSCRIBE's query, not inside it")
+    return inner.ast
+
+
+def _options(s: Scanner) -> dict[str, bool]:
+    s.expect_punct("(")
+    out: dict[str, bool] = {}
+    while True:
+        w = s.peek()
+        name = s.ident("option name")
+        if name not in ("snapshot", "progress"):
+            raise SqlError(INVALID_PARAMETER_VALUE,
+                           f"unrecognized SUBSCRIBE option {name.upper()}: expected SNAPSHOT or PROGRESS",
+                           position=w.pos + 1)
+        if name in out:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"SUBSCRIBE option {name.upper()} specified more than once")
+        value = True
+        if s.accept_punct("="):
+            value = _bool(s, name)
+        elif s.peek() is not None and s.peek().kind in ("word", "string") and not s.is_keyword("as"):
+            value = _bool(s, name)
+        out[name] = value
+        if s.accept_punct(")"):
+            return out
+        s.expect_punct(",")
+
+
+def _bool(s: Scanner, option: str) -> bool:
+    w = s.next()
+    text = w.text.lower() if w.kind in ("word", "string", "number") else ""
+    if text in ("true", "on", "yes", "t", "1"):
+        return True
+    if text in ("false", "off", "no", "f", "0"):
+        return False
+    raise SqlError(INVALID_PARAMETER_VALUE,
+                   f"invalid {option.upper()} option value: expected a boolean, got {w.raw}",
+                   position=w.pos + 1)
+
+
+def _timestamp(s: Scanner, clause: str) -> int:
+    w = s.next()
+    text = w.text
+    if w.kind == "string":
+        text = w.text.strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise SqlError(INVALID_PARAMETER_VALUE,
+                       f"{clause} must be a number of milliseconds since the Unix epoch, got {w.raw}",
+                       position=w.pos + 1) from None
+    if value < 0:
+        raise SqlError(INVALID_PARAMETER_VALUE, f"{clause} must not be negative", position=w.pos + 1)
+    return value
+
+
+def _output_modifier(s: Scanner) -> OutputMode:
+    if s.accept("within"):
+        s.expect("timestamp", "order", "by")
+        keys = [_order_key(s)]
+        while s.accept_punct(","):
+            keys.append(_order_key(s))
+        return OutputMode("order_by", order_by=tuple(keys))
+    s.expect("envelope")
+    if s.accept("upsert"):
+        kind = "upsert"
+    elif s.accept("debezium"):
+        kind = "debezium"
+    else:
+        raise s.error("expected UPSERT or DEBEZIUM")
+    s.expect_punct("(")
+    s.expect("key")
+    s.expect_punct("(")
+    keys: list[str] = []
+    if s.accept_punct(")"):
+        raise SqlError(SYNTAX_ERROR, f"ENVELOPE {kind.upper()} needs at least one KEY column")
+    while True:
+        keys.append(s.ident("key column"))
+        if s.accept_punct(")"):
+            break
+        s.expect_punct(",")
+    s.expect_punct(")")
+    return OutputMode(kind, keys=tuple(keys))
+
+
+def _order_key(s: Scanner) -> OrderKey:
+    column = s.ident("column name")
+    descending = False
+    if s.accept("desc"):
+        descending = True
+    else:
+        s.accept("asc")
+    nulls_first = None
+    if s.accept("nulls"):
+        if s.accept("first"):
+            nulls_first = True
+        elif s.accept("last"):
+            nulls_first = False
+        else:
+            raise s.error("expected FIRST or LAST")
+    return OrderKey(column, descending, nulls_first)
+
+
+def parse_declare(s: Scanner) -> DeclareCursor:
+    s.expect("declare")
+    name = s.ident("cursor name")
+    s.accept("binary")
+    s.accept("no", "scroll")
+    s.expect("cursor")
+    if s.accept("with", "hold"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "DECLARE CURSOR WITH HOLD is not supported")
+    s.accept("without", "hold")
+    s.expect("for")
+    rest = s.rest()
+    from planner.parser import parse_statement
+
+    inner = parse_statement(rest)
+    if not isinstance(inner, (st.Query, Subscribe)):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "DECLARE CURSOR is supported for SELECT and SUBSCRIBE")
+    return DeclareCursor(name, inner, rest)
+
+
+def parse_fetch(s: Scanner) -> Fetch:
+    s.expect("fetch")
+    s.accept("forward")
+    count: int | None = 1
+    w = s.peek()
+    if s.accept("all"):
+        count = None
+    elif s.accept("next"):
+        count = 1
+    elif w is not None and w.kind == "number":
+        s.next()
+        count = int(w.text)
+        if count < 0:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "FETCH BACKWARD is not supported")
+    s.accept("from") or s.accept("in")
+    name = s.ident("cursor name")
+    timeout = None
+    if s.accept("with"):
+        s.expect_punct("(")
+        opt = s.peek()
+        if s.ident("option name") != "timeout":
+            raise SqlError(INVALID_PARAMETER_VALUE, f"unrecognized FETCH option {opt.raw.upper()}",
+                           position=opt.pos + 1)
+        s.accept_punct("=")
+        value = s.next()
+        timeout = parse_duration(value.text, "timeout")
+        s.expect_punct(")")
+    s.expect_end()
+    return Fetch(name, count, timeout)
+
+
+def parse_duration(text: str, what: str) -> float:
+    """'1s', '500ms', '2 minutes', '0' → seconds."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?)?\s*",
+                     text.lower())
+    if m is None:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid {what} value "{text}": expected a duration like 1s')
+    value = float(m.group(1))
+    unit = (m.group(2) or "s")[:1] if m.group(2) not in ("ms", "millisecond", "milliseconds") else "ms"
+    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+
+
+def parse_close(s: Scanner) -> CloseCursor:
+    s.expect("close")
+    if s.accept("all"):
+        s.expect_end()
+        return CloseCursor(None)
+    name = s.ident("cursor name")
+    s.expect_end()
+    return CloseCursor(name)
+
+
+def parse_copy(s: Scanner) -> CopyTo:
+    s.expect("copy")
+    if not (s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "("):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY is supported only as COPY (SUBSCRIBE ...) TO STDOUT "
+                                              "or COPY (SELECT ...) TO STDOUT")
+    start = s.peek()
+    depth = 0
+    while True:
+        w = s.next()
+        if w.kind == "punct" and w.text == "(":
+            depth += 1
+        elif w.kind == "punct" and w.text == ")":
+            depth -= 1
+            if depth == 0:
+                end = w.pos
+                break
+    from planner.parser import parse_statement
+
+    inner = parse_statement(s.text[start.pos + 1:end])
+    if not isinstance(inner, (st.Query, Subscribe)):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (...) TO STDOUT takes a SELECT or a SUBSCRIBE")
+    s.expect("to")
+    if not s.accept("stdout"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... TO supports only STDOUT")
+    binary = False
+    if s.accept("with"):
+        s.expect_punct("(")
+        while not s.accept_punct(")"):
+            opt = s.ident("option")
+            if opt == "format":
+                fmt = s.ident("format")
+                if fmt not in ("text", "binary"):
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY format {fmt} is not supported")
+                binary = fmt == "binary"
+            else:
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY option {opt} is not supported")
+            s.accept_punct(",")
+    s.expect_end()
+    return CopyTo(inner, binary)
