@@ -178,9 +178,9 @@ def _options(s: Scanner) -> dict[str, bool]:
         if name in out:
             raise SqlError(INVALID_PARAMETER_VALUE, f"SUBSCRIBE option {name.upper()} specified more than once")
         value = True
-        if s.accept_punct("="):
-            value = _bool(s, name)
-        elif s.peek() is not None and s.peek().kind in ("word", "string") and not s.is_keyword("as"):
+        explicit = s.accept_punct("=")
+        nxt = s.peek()
+        if explicit or nxt is not None and nxt.kind in ("word", "string", "number"):
             value = _bool(s, name)
         out[name] = value
         if s.accept_punct(")"):

@@ -65,6 +65,7 @@ class Server:
 
     async def start(self) -> None:
         self.coordinator.open()
+        self.coordinator.start_ticking()
         self.engine.start_in_background()
         self._server = await asyncio.start_server(self._handle, self.config.host, self.config.port,
                                                   limit=2**20, backlog=512)

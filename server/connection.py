@@ -189,6 +189,7 @@ class Connection:
             return False
         settings = Settings(msg.params)
         self.session = Session(self.server.coordinator, user, database, settings, self.pid)
+        self.session.on_overflow = self._overflow
         self.server.sessions[self.pid] = self
         self.send(m.authentication_ok())
         for name, value in settings.reported():
@@ -283,6 +284,9 @@ class Connection:
         for parsed in statements:
             outcome = await session.execute(parsed)
             self._send_notices(outcome)
+            if outcome.copy:
+                await self._send_copy(outcome)
+                continue
             if outcome.returns_rows:
                 self.send(m.row_description(_fields(outcome, ())))
                 await self._send_rows(outcome.table, outcome.types, (), 0, outcome.table.num_rows)
@@ -293,6 +297,63 @@ class Connection:
         if implicit:
             await session.end_implicit(success=True)
         self.send(m.ready_for_query(session.status))
+
+    async def _send_copy(self, outcome: Outcome) -> None:
+        """COPY ... TO STDOUT, and a bare SUBSCRIBE: a CopyOut stream of text rows."""
+        types = outcome.types
+        self.send(m.copy_out_response(0, [0] * len(types)))
+        count = 0
+        if outcome.stream is None:
+            for row in _table_rows(outcome.table):
+                self.send(m.copy_data(copy_line(types, row)))
+                count += 1
+        else:
+            sub = outcome.stream
+            try:
+                while True:
+                    await self.session._wait_for_rows(sub, None)
+                    rows = sub.take(None)
+                    if rows:
+                        self.send(b"".join(m.copy_data(copy_line(types, r)) for r in rows))
+                        count += len(rows)
+                        await self.flush()
+                    if sub.error is not None and not sub.buffer:
+                        raise sub.error
+                    if sub.drained:
+                        break
+            finally:
+                sub.close()
+        self.send(m.copy_done())
+        self.send(m.command_complete(f"COPY {count}" if outcome.tag == "COPY" else "SUBSCRIBE"))
+
+    async def _send_stream_rows(self, portal: Portal, max_rows: int) -> bool:
+        """Execute on a SUBSCRIBE portal: DataRows as they come; True when it ended."""
+        sub = portal.outcome.stream
+        types = portal.outcome.types
+        sent = 0
+        while max_rows <= 0 or sent < max_rows:
+            await self.session._wait_for_rows(sub, None)
+            rows = sub.take(None if max_rows <= 0 else max_rows - sent)
+            if rows:
+                self.send(values.encode_rows(_row_columns(types, rows, portal.result_formats), len(rows)))
+                sent += len(rows)
+                portal.sent += len(rows)
+                await self.flush()
+            if sub.error is not None and not sub.buffer:
+                raise sub.error
+            if sub.drained:
+                return True
+        return False
+
+    def _overflow(self) -> None:
+        """A subscriber stopped reading: tell it, if the socket still takes data, and hang up."""
+        log.warning("subscription buffer full; disconnecting", extra={"event": "overflow", "pid": self.pid})
+        transport = self.writer.transport
+        with contextlib.suppress(Exception):
+            if transport.get_write_buffer_size() < 1 << 20:
+                transport.write(m.error_response(m.error_fields(
+                    "FATAL", "53400", "subscription buffer full: the client is not reading fast enough")))
+        transport.abort()
 
     async def _send_rows(self, table: pa.Table, types: list[SqlType], formats: tuple[int, ...],
                          start: int, stop: int) -> None:
@@ -382,6 +443,20 @@ class Connection:
             portal.outcome = await self.session.execute(parsed, portal.params, portal.prepared.param_types)
             self._send_notices(portal.outcome)
         outcome = portal.outcome
+        if outcome.stream is not None:
+            try:
+                ended = await self._send_stream_rows(portal, msg.max_rows)
+            except BaseException:
+                outcome.stream.close()
+                raise
+            if ended:
+                outcome.stream.close()
+                self.send(m.command_complete("SUBSCRIBE"))
+            else:
+                self.send(m.portal_suspended())
+            return
+        if outcome.copy:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO STDOUT needs the simple query protocol")
         if not outcome.returns_rows:
             self.send(m.command_complete(outcome.tag))
             return
@@ -400,12 +475,12 @@ class Connection:
         if msg.kind == "S":
             self.prepared.pop(msg.name, None)
         else:
-            self.portals.pop(msg.name, None)
+            _close_portal(self.portals.pop(msg.name, None))
         self.send(m.close_complete())
 
     async def _sync(self, msg: m.Sync) -> None:
         self.skip_until_sync = False
-        self.portals.pop("", None)
+        _close_portal(self.portals.pop("", None))
         if self.session.txn is not None and not self.session.txn.explicit:
             await self.session.end_implicit(success=True)
         self.send(m.ready_for_query(self.session.status))
@@ -426,6 +501,38 @@ class Connection:
 
     async def shutdown(self) -> None:
         await self._fatal(ADMIN_SHUTDOWN, "terminating connection due to administrator command")
+
+
+def _close_portal(portal: Portal | None) -> None:
+    if portal is not None and portal.outcome is not None and portal.outcome.stream is not None:
+        portal.outcome.stream.close()
+
+
+def _table_rows(table: pa.Table) -> list[tuple]:
+    columns = [c.to_pylist() for c in table.columns]
+    return list(zip(*columns)) if columns else []
+
+
+def _row_columns(types: list[SqlType], rows: list[tuple], formats: tuple[int, ...]) -> list[list[bytes | None]]:
+    columns = []
+    for i, t in enumerate(types):
+        encode = values.encode_binary if _format(formats, i) == 1 else values.encode_text
+        columns.append([None if r[i] is None else encode(t, r[i]) for r in rows])
+    return columns
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def copy_line(types: list[SqlType], row: tuple) -> bytes:
+    """One row in COPY's text format: tab-separated, \\N for NULL, backslash escapes."""
+    fields = []
+    for t, v in zip(types, row):
+        if v is None:
+            fields.append("\\N")
+        else:
+            fields.append(values.encode_text(t, v).decode().translate(_COPY_ESCAPES))
+    return ("\t".join(fields) + "\n").encode()
 
 
 def _format(formats: tuple[int, ...], i: int) -> int:

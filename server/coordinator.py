@@ -39,6 +39,8 @@ _SIMPLE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 # How long history is kept before compaction folds it (Materialize's default
 # logical compaction window for tables is one second).
 HISTORY_RETENTION_MS = 1000
+# How often the frontier advances with the clock when nothing is written.
+TICK_INTERVAL = 0.5
 
 
 @dataclass
@@ -65,6 +67,10 @@ class Coordinator:
         self._query_ids = itertools.count(1)
         self._compacting = False
         self._last_oracle = 0
+        self._frontier = 0  # every timestamp below it is complete: no write will land there
+        self.listeners: set = set()  # objects with on_commit(ts, updates) and on_frontier()
+        self.read_holds: dict[object, int] = {}  # holder → oldest timestamp it still reads
+        self._ticker: asyncio.Task | None = None
 
     # -- start-up ----------------------------------------------------------------
     def open(self) -> None:
@@ -73,10 +79,32 @@ class Coordinator:
         for op in recovered.catalog_ops:
             self.catalog.apply(op)
         self._last_oracle = recovered.last_ts
+        self._frontier = recovered.last_ts + 1
         log.info("catalog recovered", extra={"event": "recovered", "items": len(self.catalog.items),
                                              "last_ts": recovered.last_ts})
 
+    def start_ticking(self, interval: float = TICK_INTERVAL) -> None:
+        """Advance the frontier with the clock, so subscribers see progress while idle."""
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                self.advance_frontier(int(time.time() * 1000))
+
+        self._ticker = asyncio.get_running_loop().create_task(tick())
+
+    def advance_frontier(self, to: int) -> None:
+        if to > self._frontier:
+            self._frontier = to
+            for listener in list(self.listeners):
+                listener.on_frontier()
+
+    @property
+    def frontier(self) -> int:
+        return self._frontier
+
     def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
         self.store.close()
         self._log_thread.shutdown(wait=True)
 
@@ -86,7 +114,8 @@ class Coordinator:
         return self.store.last_ts
 
     def _next_ts(self) -> int:
-        ts = max(int(time.time() * 1000), self._last_oracle + 1, self.store.last_ts + 1)
+        ts = max(int(time.time() * 1000), self._last_oracle + 1, self.store.last_ts + 1,
+                 self._frontier)
         self._last_oracle = ts
         return ts
 
@@ -100,6 +129,11 @@ class Coordinator:
         await loop.run_in_executor(self._log_thread, self.store.commit, ts, catalog_ops, stamped)
         for op in catalog_ops:
             self.catalog.apply(op)
+        # Listeners get the commit before the frontier passes it, so a frontier
+        # they observe never runs ahead of the updates they have been given.
+        for listener in list(self.listeners):
+            listener.on_commit(ts, stamped)
+        self.advance_frontier(ts + 1)
         if self.store.checkpoint_due():
             await loop.run_in_executor(self._log_thread, self.store.checkpoint, self.catalog.to_json())
         self._maybe_compact()
@@ -162,7 +196,7 @@ class Coordinator:
     def _maybe_compact(self) -> None:
         if self._compacting or not self.engine.ready:
             return
-        frontier = self.read_ts() - HISTORY_RETENTION_MS
+        frontier = min([self.read_ts() - HISTORY_RETENTION_MS, *self.read_holds.values()])
         candidates = self.store.compaction_candidates(frontier)
         if candidates:
             self._compacting = True

@@ -18,10 +18,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from planner import statements as st
+from planner import subscribe_syntax as ss
 from planner.errors import (
     ACTIVE_SQL_TRANSACTION,
+    DUPLICATE_CURSOR,
     FEATURE_NOT_SUPPORTED,
     IN_FAILED_TRANSACTION,
+    INVALID_CURSOR_NAME,
+    NO_ACTIVE_SQL_TRANSACTION,
     QUERY_CANCELED,
     SYNTAX_ERROR,
     WRONG_OBJECT_TYPE,
@@ -34,6 +38,7 @@ from server import writes
 from server.catalog import Column, Item
 from server.coordinator import VERSION_STRING, Coordinator, Overlay
 from server.settings import VARIABLES, Settings, display_name
+from server.subscribe import Subscription
 
 log = logging.getLogger("sparkwire.session")
 
@@ -51,6 +56,8 @@ class Outcome:
     table: pa.Table | None = None
     notices: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
     parameter_changes: list[tuple[str, str]] = field(default_factory=list)
+    stream: Subscription | None = None  # SUBSCRIBE: rows keep coming until it ends
+    copy: bool = False  # send as COPY ... TO STDOUT
 
     @property
     def returns_rows(self) -> bool:
@@ -66,6 +73,21 @@ def rows_outcome(names: list[str], rows: list[tuple], types: list[SqlType] | Non
     arrays = [pa.array([r[i] for r in rows], arrow_type(t)) for i, t in enumerate(types)]
     table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(names))])
     return Outcome(tag or f"SELECT {len(rows)}", names, types, table)
+
+
+@dataclass
+class Cursor:
+    """A declared cursor: a subscription, or a SELECT's result read in pieces."""
+
+    names: list[str]
+    types: list[SqlType]
+    subscription: Subscription | None = None
+    table: pa.Table | None = None
+    offset: int = 0
+
+    def close(self) -> None:
+        if self.subscription is not None:
+            self.subscription.close()
 
 
 @dataclass
@@ -94,6 +116,9 @@ class Session:
         self.txn: Transaction | None = None
         self.group: str | None = None  # Spark job group of the running statement
         self.cancelled = False
+        self.cancel_event = asyncio.Event()  # wakes statements that wait on anything but Spark
+        self.cursors: dict[str, Cursor] = {}
+        self.on_overflow: Callable[[], None] | None = None  # set by the connection
 
     # -- transaction status ---------------------------------------------------------
     @property
@@ -136,6 +161,9 @@ class Session:
         if self.txn is not None and self.txn.holds_lock:
             self.coord.write_lock.release()
         self.txn = None
+        for cursor in self.cursors.values():
+            cursor.close()
+        self.cursors.clear()
 
     async def close(self) -> None:
         self._release()
@@ -152,6 +180,7 @@ class Session:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
         self.group = self.coord.engine.new_group()
         self.cancelled = False
+        self.cancel_event.clear()
         try:
             return await handler(self, stmt, params or {}, param_types or {})
         except asyncio.CancelledError:
@@ -166,6 +195,7 @@ class Session:
 
     def cancel(self) -> None:
         """Stop the running statement (a CancelRequest for this session)."""
+        self.cancel_event.set()
         if self.group is not None:
             self.cancelled = True
             self.coord.engine.cancel(self.group)
@@ -173,8 +203,16 @@ class Session:
     async def describe(self, parsed: st.Parsed, param_types: dict[int, SqlType]) -> tuple[list[str], list[SqlType]] | None:
         """The result columns a statement would return, without running it."""
         stmt = parsed.statement
-        if isinstance(stmt, st.Explain):
+        if isinstance(stmt, (st.Explain, ss.ExplainSubscribe)):
             return ["QUERY PLAN"], [TEXT]
+        if isinstance(stmt, ss.Subscribe) or isinstance(stmt, ss.CopyTo) and isinstance(stmt.inner, ss.Subscribe):
+            sub = self._subscription(stmt if isinstance(stmt, ss.Subscribe) else stmt.inner)
+            sub.plan()
+            output = await sub.describe()
+            return (None if isinstance(stmt, ss.CopyTo) else (output.names, output.types))
+        if isinstance(stmt, ss.Fetch):
+            cursor = self._cursor(stmt.cursor)
+            return cursor.names, cursor.types
         if isinstance(stmt, (st.ShowObjects, st.ShowColumns, st.ShowCreate, st.ShowVariable)):
             out = await self.execute(parsed)
             return out.names, out.types
@@ -493,6 +531,100 @@ class Session:
     async def _empty(self, stmt, params, ptypes) -> Outcome:
         return Outcome("")
 
+    # -- SUBSCRIBE, cursors, COPY -----------------------------------------------------
+    def _subscription(self, stmt: ss.Subscribe) -> Subscription:
+        return Subscription(self.coord, stmt, self._context(), self.user, self.on_overflow)
+
+    async def _start_subscription(self, stmt: ss.Subscribe) -> Subscription:
+        sub = self._subscription(stmt)
+        sub.plan()
+        await sub.describe()
+        await sub.start()
+        return sub
+
+    async def _subscribe(self, stmt: ss.Subscribe, params, ptypes) -> Outcome:
+        if self.txn is not None and self.txn.explicit:
+            raise SqlError(FEATURE_NOT_SUPPORTED,
+                           "SUBSCRIBE in a transaction block must be read through DECLARE ... CURSOR")
+        sub = await self._start_subscription(stmt)
+        return Outcome("SUBSCRIBE", sub.output.names, sub.output.types, stream=sub,
+                       copy=True)
+
+    async def _copy(self, stmt: ss.CopyTo, params, ptypes) -> Outcome:
+        if stmt.binary:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... WITH (FORMAT binary) is not supported")
+        if isinstance(stmt.inner, ss.Subscribe):
+            out = await self._subscribe(stmt.inner, params, ptypes)
+        else:
+            out = await self._query(stmt.inner, params, ptypes)
+        out.copy = True
+        out.tag = "COPY" if out.stream is None else "SUBSCRIBE"
+        return out
+
+    async def _explain_subscribe(self, stmt: ss.ExplainSubscribe, params, ptypes) -> Outcome:
+        sub = self._subscription(stmt.inner)
+        sub.plan()
+        lines = [(line,) for line in sub.dataflow.explain()]
+        return rows_outcome(["QUERY PLAN"], lines, tag="EXPLAIN")
+
+    def _cursor(self, name: str) -> Cursor:
+        cursor = self.cursors.get(name)
+        if cursor is None:
+            raise SqlError(INVALID_CURSOR_NAME, f'cursor "{name}" does not exist')
+        return cursor
+
+    async def _declare(self, stmt: ss.DeclareCursor, params, ptypes) -> Outcome:
+        if self.txn is None or not self.txn.explicit:
+            raise SqlError(NO_ACTIVE_SQL_TRANSACTION, "DECLARE CURSOR can only be used in transaction blocks")
+        if stmt.name in self.cursors:
+            raise SqlError(DUPLICATE_CURSOR, f'cursor "{stmt.name}" already exists')
+        if isinstance(stmt.inner, ss.Subscribe):
+            sub = await self._start_subscription(stmt.inner)
+            cursor = Cursor(sub.output.names, sub.output.types, subscription=sub)
+        else:
+            out = await self._query(stmt.inner, params, ptypes)
+            cursor = Cursor(out.names, out.types, table=out.table)
+        self.cursors[stmt.name] = cursor
+        return Outcome("DECLARE CURSOR")
+
+    async def _fetch(self, stmt: ss.Fetch, params, ptypes) -> Outcome:
+        cursor = self._cursor(stmt.cursor)
+        if cursor.subscription is None:
+            total = cursor.table.num_rows
+            stop = total if stmt.count is None else min(total, cursor.offset + stmt.count)
+            table = cursor.table.slice(cursor.offset, stop - cursor.offset)
+            cursor.offset = stop
+            return Outcome(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
+        sub = cursor.subscription
+        await self._wait_for_rows(sub, stmt.timeout)
+        if sub.error is not None and not sub.buffer:
+            raise sub.error
+        rows = sub.take(stmt.count)
+        return rows_outcome(cursor.names, rows, cursor.types, tag=f"FETCH {len(rows)}")
+
+    async def _wait_for_rows(self, sub: Subscription, timeout: float | None) -> None:
+        """Wait for a subscription's rows, giving way to a cancel request."""
+        waiter = asyncio.ensure_future(sub.wait(timeout))
+        cancel = asyncio.ensure_future(self.cancel_event.wait())
+        try:
+            await asyncio.wait({waiter, cancel}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            cancel.cancel()
+        if self.cancel_event.is_set():
+            self.cancel_event.clear()
+            raise SqlError(QUERY_CANCELED, "canceling statement due to user request")
+
+    async def _close_cursor(self, stmt: ss.CloseCursor, params, ptypes) -> Outcome:
+        if stmt.name is None:
+            for cursor in self.cursors.values():
+                cursor.close()
+            self.cursors.clear()
+            return Outcome("CLOSE CURSOR ALL")
+        self._cursor(stmt.name).close()
+        del self.cursors[stmt.name]
+        return Outcome("CLOSE CURSOR")
+
 
 def _needs_spark(node: exp.Expression) -> bool:
     return not isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.Neg, exp.Cast, exp.Interval))
@@ -522,4 +654,10 @@ _HANDLERS: dict[type, Callable] = {
     st.ShowCreate: Session._show_create,
     st.Discard: Session._discard,
     st.Empty: Session._empty,
+    ss.Subscribe: Session._subscribe,
+    ss.CopyTo: Session._copy,
+    ss.ExplainSubscribe: Session._explain_subscribe,
+    ss.DeclareCursor: Session._declare,
+    ss.Fetch: Session._fetch,
+    ss.CloseCursor: Session._close_cursor,
 }

@@ -1,0 +1,214 @@
+"""Planning a SUBSCRIBE's dataflow: how each micro-batch's change is computed.
+
+The delta rules are the classic ones. A *linear* query (filters, projections,
+maps, UNION ALL over tables and views) satisfies ΔQ(R) = Q(ΔR): running the
+query over just the batch's updates, carrying each update's `__mz_ts` and
+`__mz_diff` through, gives the change of the result. A *GROUP BY* with
+count/sum/avg/min/max keeps state per group: Spark reduces the batch's updates
+to one partial per (group, timestamp), and only the groups the batch touches
+change. Anything else is *recomputed* at each timestamp and diffed against the
+previous result, which EXPLAIN SUBSCRIBE reports.
+
+Everything here is pure: sqlglot trees in, Spark SQL text out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+TS = "__mz_ts"
+DIFF = "__mz_diff"
+
+AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    kind: str  # count_star | count | sum | avg | min | max
+    index: int  # position among the query's aggregates
+
+
+@dataclass(frozen=True)
+class AggregatePlan:
+    """State per group: partial sums and counts, plus value multisets for min/max."""
+
+    key_count: int
+    outputs: tuple[tuple[str, int], ...]  # ("key", i) or ("agg", j), in output column order
+    aggregates: tuple[Aggregate, ...]
+    partial_sql: str  # __k*, __mz_ts, __n, __c<j>, __s<j>: one row per (group, ts)
+    extreme_sql: dict[int, str] = field(default_factory=dict)  # j → __k*, __mz_ts, __v, __n
+    is_global: bool = False  # no GROUP BY: exactly one output row, always
+
+
+@dataclass(frozen=True)
+class DataflowPlan:
+    strategy: str  # linear | aggregate | recompute
+    reason: str
+    full_sql: str  # the query itself, for snapshots, recompute and result types
+    delta_sql: str | None = None  # linear: the query's columns plus __mz_ts, __mz_diff
+    aggregate: AggregatePlan | None = None
+
+    def explain(self) -> list[str]:
+        lines = {
+            "linear": ["incremental: linear (filter / project / map / UNION ALL)",
+                       "each micro-batch runs the query over the batch's updates only"],
+            "aggregate": ["incremental: GROUP BY with state per group",
+                          "each micro-batch reduces its updates to partials per (group, timestamp);",
+                          "only the groups the batch touches are updated"],
+            "recompute": ["recompute-and-diff: the query is re-run in full at each timestamp",
+                          "and diffed against the previous result"],
+        }[self.strategy]
+        out = [f"strategy: {self.strategy}", *lines]
+        if self.reason:
+            out.append(f"reason: {self.reason}")
+        out.append(f"spark sql: {self.full_sql}")
+        if self.delta_sql:
+            out.append(f"delta sql: {self.delta_sql}")
+        if self.aggregate:
+            out.append(f"partial sql: {self.aggregate.partial_sql}")
+        return out
+
+
+class NotIncremental(Exception):
+    """The shape is not one we maintain incrementally; the message says why."""
+
+
+def plan_dataflow(tree: exp.Expression) -> DataflowPlan:
+    """Choose how to maintain a resolved, qualified query (see planner.translate)."""
+    full_sql = tree.sql("spark")
+    try:
+        return DataflowPlan("linear", "", full_sql, delta_sql=_linear(tree).sql("spark"))
+    except NotIncremental as linear_reason:
+        try:
+            return DataflowPlan("aggregate", "", full_sql, aggregate=_aggregate(tree))
+        except NotIncremental as agg_reason:
+            reason = str(agg_reason) if isinstance(tree, exp.Select) and _has_aggregates(tree) \
+                else str(linear_reason)
+            return DataflowPlan("recompute", reason, full_sql)
+
+
+def _has_aggregates(select: exp.Select) -> bool:
+    return bool(select.args.get("group")) or any(
+        isinstance(n, exp.AggFunc) for e in select.expressions for n in e.walk())
+
+
+def _from_alias(select: exp.Select) -> tuple[exp.Expression, str]:
+    """The single input of a select, made linear, and its alias."""
+    if select.args.get("joins"):
+        raise NotIncremental("joins are recomputed")
+    if select.args.get("laterals"):
+        raise NotIncremental("LATERAL is recomputed")
+    source = select.args.get("from_") or select.args.get("from")
+    if source is None:
+        raise NotIncremental("a query without FROM is recomputed")
+    node = source.this
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+        return node.copy(), node.alias_or_name
+    if isinstance(node, exp.Subquery):
+        inner = _linear(node.this)
+        return exp.Subquery(this=inner, alias=node.args.get("alias").copy()), node.alias_or_name
+    raise NotIncremental(f"FROM {node.sql('spark')} is recomputed")
+
+
+def _no_subqueries(select: exp.Select) -> None:
+    for part in [*select.expressions, select.args.get("where")]:
+        if part is None:
+            continue
+        for n in part.walk():
+            if isinstance(n, (exp.Subquery, exp.Exists)) or isinstance(n, exp.Select) and n is not select:
+                raise NotIncremental("subqueries in expressions are recomputed")
+            if isinstance(n, exp.Window):
+                raise NotIncremental("window functions are recomputed")
+
+
+def _linear(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Union):
+        if node.args.get("distinct"):
+            raise NotIncremental("UNION (distinct) is recomputed")
+        return exp.union(_linear(node.this), _linear(node.expression), distinct=False)
+    if isinstance(node, exp.Subquery):
+        return _linear(node.this)
+    if not isinstance(node, exp.Select):
+        raise NotIncremental(f"{type(node).__name__} is recomputed")
+    for clause in ("group", "having", "limit", "offset", "qualify", "distinct"):
+        if node.args.get(clause):
+            raise NotIncremental(f"{clause.upper()} is not linear")
+    if _has_aggregates(node):
+        raise NotIncremental("aggregates are not linear")
+    _no_subqueries(node)
+    source, alias = _from_alias(node)
+    out = node.copy()
+    out.set("order", None)
+    out.set("from_", exp.From(this=source))
+    ident = exp.to_identifier(alias, quoted=True)
+    out.select(exp.alias_(exp.column(TS, table=ident), TS),
+               exp.alias_(exp.column(DIFF, table=ident), DIFF), copy=False)
+    return out
+
+
+def _aggregate(node: exp.Expression) -> AggregatePlan:
+    if not isinstance(node, exp.Select):
+        raise NotIncremental("only a single SELECT ... GROUP BY is maintained per group")
+    for clause in ("having", "limit", "offset", "qualify", "distinct"):
+        if node.args.get(clause):
+            raise NotIncremental(f"{clause.upper()} with GROUP BY is recomputed")
+    if not _has_aggregates(node):
+        raise NotIncremental("not an aggregate")
+    _no_subqueries(node)
+    source, alias = _from_alias(node)
+    group = node.args.get("group")
+    keys = [k.copy() for k in group.expressions] if group else []
+    if any(isinstance(k, exp.Literal) for k in keys):
+        raise NotIncremental("GROUP BY position is recomputed")
+    outputs: list[tuple[str, int]] = []
+    aggregates: list[tuple[Aggregate, exp.Expression | None]] = []
+    for e in node.expressions:
+        inner = e.this if isinstance(e, exp.Alias) else e
+        match = next((i for i, k in enumerate(keys) if k == inner), None)
+        if match is not None:
+            outputs.append(("key", match))
+            continue
+        kind = AGGREGATES.get(type(inner))
+        if kind is None:
+            raise NotIncremental(f"the output {inner.sql('spark')} is neither a group key nor an aggregate")
+        arg = inner.this
+        if isinstance(arg, exp.Distinct):
+            raise NotIncremental("DISTINCT aggregates are recomputed")
+        if any(isinstance(n, exp.AggFunc) for n in arg.walk()) if arg is not None else False:
+            raise NotIncremental("nested aggregates are recomputed")
+        if kind == "count" and (arg is None or isinstance(arg, exp.Star)):
+            kind, arg = "count_star", None
+        outputs.append(("agg", len(aggregates)))
+        aggregates.append((Aggregate(kind, len(aggregates)), arg))
+    ident = exp.to_identifier(alias, quoted=True)
+    ts_col = exp.column(TS, table=ident)
+    diff_col = exp.column(DIFF, table=ident)
+    key_cols = [exp.alias_(k.copy(), f"__k{i}") for i, k in enumerate(keys)]
+    partials: list[exp.Expression] = [*key_cols, exp.alias_(ts_col.copy(), TS),
+                                      exp.alias_(exp.Sum(this=diff_col.copy()), "__n")]
+    extremes: dict[int, str] = {}
+    where = node.args.get("where")
+    for agg, arg in aggregates:
+        if agg.kind in ("count", "sum", "avg"):
+            nonnull = exp.If(this=exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())),
+                             true=diff_col.copy(), false=exp.Literal.number(0))
+            partials.append(exp.alias_(exp.Sum(this=nonnull), f"__c{agg.index}"))
+        if agg.kind in ("sum", "avg"):
+            partials.append(exp.alias_(exp.Sum(this=exp.Mul(this=exp.Paren(this=arg.copy()),
+                                                            expression=diff_col.copy())),
+                                       f"__s{agg.index}"))
+        if agg.kind in ("min", "max"):
+            cond = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))
+            q = exp.select(*[k.copy() for k in key_cols], exp.alias_(ts_col.copy(), TS),
+                           exp.alias_(arg.copy(), "__v"), exp.alias_(exp.Sum(this=diff_col.copy()), "__n"))
+            q = q.from_(source.copy()).where(exp.and_(where.this.copy(), cond) if where else cond)
+            q = q.group_by(*[k.copy() for k in keys], ts_col.copy(), arg.copy())
+            extremes[agg.index] = q.sql("spark")
+    q = exp.select(*partials).from_(source.copy())
+    if where is not None:
+        q = q.where(where.this.copy())
+    q = q.group_by(*[k.copy() for k in keys], ts_col.copy())
+    return AggregatePlan(len(keys), tuple(outputs), tuple(a for a, _ in aggregates), q.sql("spark"),
+                         extremes, is_global=not keys)
