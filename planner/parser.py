@@ -405,6 +405,26 @@ def _show(s: Scanner) -> st.Statement:
     return st.ShowVariable(name)
 
 
+def _alter(s: Scanner) -> st.Statement:
+    s.expect("alter")
+    if not s.accept("system"):
+        raise _unsupported(Scanner(s.text))
+    if s.accept("reset"):
+        name = s.qualified_name().lower()
+        s.expect_end()
+        return st.AlterSystem(name, None)
+    s.expect("set")
+    name = s.qualified_name().lower()
+    if not (s.accept("to") or s.accept_punct("=")):
+        raise s.error("expected TO or =")
+    if s.accept("default"):
+        s.expect_end()
+        return st.AlterSystem(name, None)
+    value = _setting_value(s)
+    s.expect_end()
+    return st.AlterSystem(name, value)
+
+
 def _discard(s: Scanner) -> st.Discard:
     s.expect("discard")
     what = s.ident("ALL, PLANS, SEQUENCES or TEMP").lower()
@@ -449,6 +469,7 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "reset": _reset,
     "show": _show,
     "discard": _discard,
+    "alter": _alter,
     "explain": _explain,
     "subscribe": lambda s: _subscribe_syntax().parse_subscribe(s),
     "declare": lambda s: _subscribe_syntax().parse_declare(s),

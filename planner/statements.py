@@ -132,6 +132,12 @@ class ShowCreate(Statement):
 
 
 @dataclass(frozen=True)
+class AlterSystem(Statement):
+    name: str
+    value: str | None  # None: RESET (back to the default)
+
+
+@dataclass(frozen=True)
 class Discard(Statement):
     what: str
 

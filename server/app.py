@@ -8,11 +8,12 @@ import logging
 import os
 import secrets
 import signal
-from collections import Counter
 from dataclasses import dataclass
 
+from server import metrics
 from server.connection import Connection
 from server.coordinator import Coordinator
+from server.metrics import serve_metrics
 from server.protocol.scram import make_verifier
 from spark_backend.engine import SparkEngine
 
@@ -26,6 +27,7 @@ class Config:
     data_dir: str = "data"
     spark_master: str = "local[*]"
     password: str | None = None  # when set, SCRAM-SHA-256 for every user
+    metrics_port: int = 6876  # 0 turns the /metrics endpoint off
 
 
 class Server:
@@ -37,7 +39,6 @@ class Server:
         self._pids = itertools.count(os.getpid() * 1000 % 2_000_000_000 + 1)
         self.mock_secret = secrets.token_bytes(16)
         self._verifier = make_verifier(config.password) if config.password else None
-        self.errors: Counter[str] = Counter()
         self._server: asyncio.base_events.Server | None = None
 
     @property
@@ -58,7 +59,7 @@ class Server:
             conn.cancel()
 
     def metrics_error(self, sqlstate: str) -> None:
-        self.errors[sqlstate] += 1
+        metrics.ERRORS.inc(sqlstate=sqlstate)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await Connection(self, reader, writer).run()
@@ -71,6 +72,10 @@ class Server:
                                                   limit=2**20, backlog=512)
         log.info("listening", extra={"event": "listening", "host": self.config.host,
                                      "port": self.config.port, "data_dir": self.config.data_dir})
+        if self.config.metrics_port:
+            await serve_metrics(self.config.host, self.config.metrics_port)
+            log.info("metrics endpoint", extra={"event": "metrics_listening",
+                                                "url": f"http://{self.config.host}:{self.config.metrics_port}/metrics"})
 
     async def serve_forever(self) -> None:
         await self.start()

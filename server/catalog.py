@@ -80,6 +80,7 @@ FIRST_USER_OID = 20000
 class Catalog:
     items: dict[str, Item] = field(default_factory=dict)  # by id
     next_id: int = 1
+    system: dict[str, str] = field(default_factory=dict)  # ALTER SYSTEM settings
 
     # -- reading --------------------------------------------------------------
     def get(self, name: str) -> Item | None:
@@ -180,15 +181,18 @@ class Catalog:
             self.next_id = max(self.next_id, int(item.id[1:]) + 1)
         elif kind == "drop":
             self.items.pop(op["id"], None)
+        elif kind == "system_set":
+            self.system[op["name"]] = op["value"]
 
     def to_json(self) -> dict:
-        return {"items": [i.to_json() for i in self.items.values()], "next_id": self.next_id}
+        return {"items": [i.to_json() for i in self.items.values()], "next_id": self.next_id,
+                "system": self.system}
 
     @classmethod
     def from_json(cls, d: dict | None) -> Catalog:
         if not d:
             return cls()
-        cat = cls({}, d["next_id"])
+        cat = cls({}, d["next_id"], dict(d.get("system", {})))
         for i in d["items"]:
             item = Item.from_json(i)
             cat.items[item.id] = item

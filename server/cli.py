@@ -21,6 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", default="./data", help="where tables and the catalog are kept")
     serve.add_argument("--spark-master", default="local[*]",
                        help="Spark master URL: local[*], spark://host:7077 or sc://host:15002")
+    serve.add_argument("--metrics-port", type=int, default=6876,
+                       help="port of the Prometheus /metrics HTTP endpoint (0 turns it off)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--log-format", default="text", choices=["text", "json"])
     serve.add_argument("--password", default=os.environ.get("SPARKWIRE_PASSWORD"),
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     _setup_logging(args.log_level, args.log_format)
     from server.app import Config, Server
 
-    config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password)
+    config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password,
+                    args.metrics_port)
     try:
         import uvloop
 

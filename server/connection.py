@@ -33,7 +33,7 @@ from planner.errors import (
 from planner.params import infer_types
 from planner.parser import parse, parse_one
 from planner.types import SqlType
-from server import values
+from server import metrics, values
 from server.protocol import messages as m
 from server.protocol.scram import ScramError, ScramServer
 from server.session import Outcome, Session
@@ -135,6 +135,7 @@ class Connection:
             self.closing = True
             reader_task.cancel()
             if self.session is not None:
+                metrics.SESSIONS.dec()
                 self.server.sessions.pop(self.pid, None)
                 await self.session.close()
             with contextlib.suppress(Exception):  # the socket may already be gone
@@ -191,6 +192,7 @@ class Connection:
         self.session = Session(self.server.coordinator, user, database, settings, self.pid)
         self.session.on_overflow = self._overflow
         self.server.sessions[self.pid] = self
+        metrics.SESSIONS.inc()
         self.send(m.authentication_ok())
         for name, value in settings.reported():
             self.send(m.parameter_status(name, value))

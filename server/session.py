@@ -34,10 +34,10 @@ from planner.errors import (
 from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
-from server import writes
+from server import metrics, writes
 from server.catalog import Column, Item
 from server.coordinator import VERSION_STRING, Coordinator, Overlay
-from server.settings import VARIABLES, Settings, display_name
+from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
 from server.subscribe import Subscription
 
 log = logging.getLogger("sparkwire.session")
@@ -182,11 +182,14 @@ class Session:
         self.cancelled = False
         self.cancel_event.clear()
         try:
-            return await handler(self, stmt, params or {}, param_types or {})
+            outcome = await handler(self, stmt, params or {}, param_types or {})
+            metrics.STATEMENTS.inc(kind=type(stmt).__name__, outcome="success")
+            return outcome
         except asyncio.CancelledError:
             self.coord.engine.cancel(self.group)
             raise
         except SqlError as err:
+            metrics.STATEMENTS.inc(kind=type(stmt).__name__, outcome="error")
             if self.cancelled:
                 raise SqlError(QUERY_CANCELED, "canceling statement due to user request") from err
             raise
@@ -479,7 +482,18 @@ class Session:
         return Outcome("RESET", parameter_changes=[(display_name(v.name), self.settings.values[v.name])
                                                    for v in changed if v.reported])
 
+    def system_flag(self, name: str) -> str:
+        return self.coord.catalog.system.get(name, SYSTEM_VARIABLES[name])
+
+    async def _alter_system(self, stmt: st.AlterSystem, params, ptypes) -> Outcome:
+        self._no_ddl_in_transaction("ALTER SYSTEM")
+        value = system_value(stmt.name, stmt.value)
+        await self._ddl(lambda: [{"op": "system_set", "name": stmt.name, "value": value}])
+        return Outcome("ALTER SYSTEM")
+
     async def _show_variable(self, stmt: st.ShowVariable, params, ptypes) -> Outcome:
+        if stmt.name in SYSTEM_VARIABLES:
+            return rows_outcome([stmt.name], [(self.system_flag(stmt.name),)], tag="SHOW")
         if stmt.name == "all":
             rows = [(n, self.settings.values[n], v.description) for n, v in sorted(VARIABLES.items())]
             return rows_outcome(["name", "setting", "description"], rows, tag="SHOW")
@@ -533,6 +547,11 @@ class Session:
 
     # -- SUBSCRIBE, cursors, COPY -----------------------------------------------------
     def _subscription(self, stmt: ss.Subscribe) -> Subscription:
+        flag = _FLAGS.get(stmt.output.kind)
+        if flag is not None and self.system_flag(flag[0]) != "on":
+            raise SqlError(FEATURE_NOT_SUPPORTED,
+                           f"{flag[1]} is not enabled: the system flag {flag[0]} is off",
+                           hint=f"Enable it with ALTER SYSTEM SET {flag[0]} = on.")
         return Subscription(self.coord, stmt, self._context(), self.user, self.on_overflow)
 
     async def _start_subscription(self, stmt: ss.Subscribe) -> Subscription:
@@ -626,6 +645,13 @@ class Session:
         return Outcome("CLOSE CURSOR")
 
 
+_FLAGS = {
+    "order_by": ("enable_within_timestamp_order_by_in_subscribe", "SUBSCRIBE ... WITHIN TIMESTAMP ORDER BY"),
+    "upsert": ("enable_envelope_upsert_in_subscribe", "SUBSCRIBE ... ENVELOPE UPSERT"),
+    "debezium": ("enable_envelope_debezium_in_subscribe", "SUBSCRIBE ... ENVELOPE DEBEZIUM"),
+}
+
+
 def _needs_spark(node: exp.Expression) -> bool:
     return not isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.Neg, exp.Cast, exp.Interval))
 
@@ -654,6 +680,7 @@ _HANDLERS: dict[type, Callable] = {
     st.ShowCreate: Session._show_create,
     st.Discard: Session._discard,
     st.Empty: Session._empty,
+    st.AlterSystem: Session._alter_system,
     ss.Subscribe: Session._subscribe,
     ss.CopyTo: Session._copy,
     ss.ExplainSubscribe: Session._explain_subscribe,

@@ -56,6 +56,28 @@ VARIABLES = {v.name: v for v in [
 
 _ALIASES = {"time zone": "timezone", "names": "client_encoding"}
 
+# System-wide flags, set with ALTER SYSTEM and kept in the durable catalog.
+SYSTEM_VARIABLES = {
+    "enable_within_timestamp_order_by_in_subscribe": "on",
+    "enable_envelope_upsert_in_subscribe": "on",
+    "enable_envelope_debezium_in_subscribe": "on",
+}
+_BOOLEAN = {"on": "on", "true": "on", "yes": "on", "1": "on", "t": "on",
+            "off": "off", "false": "off", "no": "off", "0": "off", "f": "off"}
+
+
+def system_value(name: str, value: str | None) -> str:
+    """A checked value for a system flag (None resets it to its default)."""
+    if name not in SYSTEM_VARIABLES:
+        raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+    if value is None:
+        return SYSTEM_VARIABLES[name]
+    normal = _BOOLEAN.get(value.strip().lower())
+    if normal is None:
+        raise SqlError(INVALID_PARAMETER_VALUE,
+                       f'parameter "{name}" requires a Boolean value, got "{value}"')
+    return normal
+
 
 class Settings:
     """One session's variables."""

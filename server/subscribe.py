@@ -28,6 +28,7 @@ from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 from planner.subscribe_syntax import Subscribe
 from planner.translate import SessionContext, resolve_tree
 from planner.types import SqlType
+from server import metrics
 from server.subscribe_format import OutputPlan, format_timestamp, plan_output, progress_row
 from spark_backend import dataflow as sparkflow
 
@@ -84,7 +85,8 @@ class Subscription:
             from sqlglot import exp
 
             self.coord.catalog.require(self.stmt.relation)
-            query = exp.select("*").from_(exp.to_identifier(self.stmt.relation, quoted=True))
+            # A Table node (not a bare Identifier), so name resolution sees the relation.
+            query = exp.select("*").from_(exp.Table(this=exp.to_identifier(self.stmt.relation, quoted=True)))
         tree = resolve_tree(query, self.coord.resolver(views), self.ctx)
         self.inputs = [sparkflow.Input(cid, spark_name, item.column_names, item.column_types)
                        for cid, (spark_name, item) in views.items()]
@@ -140,6 +142,12 @@ class Subscription:
             raise
         self.frontier = max(as_of + 1, 0)
         self._task = asyncio.get_running_loop().create_task(self._run())
+        self._counted = True
+        metrics.SUBSCRIPTIONS.inc(output_mode=self.stmt.output.label)
+        metrics.ACTIVE_SUBSCRIPTIONS.inc(output_mode=self.stmt.output.label)
+        log.info("subscription started", extra={
+            "event": "subscribe_start", "subscription": self.id, "strategy": self.dataflow.strategy,
+            "output_mode": self.stmt.output.label, "as_of": as_of})
 
     def close(self) -> None:
         """Stop the dataflow and forget it; safe to call more than once."""
@@ -147,6 +155,11 @@ class Subscription:
         self.coord.read_holds.pop(self, None)
         if self._task is not None and not self._task.done() and self._task is not asyncio.current_task():
             self._task.cancel()
+        if getattr(self, "_counted", False):
+            self._counted = False
+            metrics.ACTIVE_SUBSCRIPTIONS.dec(output_mode=self.stmt.output.label)
+            log.info("subscription ended", extra={"event": "subscribe_end", "subscription": self.id,
+                                                  "rows_sent": self.rows_sent})
         self.finished = True
         self.changed.set()
 
@@ -234,6 +247,13 @@ class Subscription:
         self._wake.set()
 
     async def _process(self, pending: list[tuple[int, dict[str, pa.Table]]]) -> None:
+        started = time.perf_counter()
+        try:
+            await self._process_batch(pending)
+        finally:
+            metrics.BATCH_SECONDS.observe(time.perf_counter() - started, strategy=self.dataflow.strategy)
+
+    async def _process_batch(self, pending: list[tuple[int, dict[str, pa.Table]]]) -> None:
         strategy = self.dataflow.strategy
         if strategy == "recompute":
             for ts, _ in pending:
@@ -363,6 +383,7 @@ class Subscription:
         n = len(self.buffer) if limit is None else min(limit, len(self.buffer))
         rows = [self.buffer.popleft() for _ in range(n)]
         self.rows_sent += len(rows)
+        metrics.ROWS_SENT.inc(len(rows))
         if not self.buffer:
             self.changed.clear()
         return rows

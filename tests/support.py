@@ -27,6 +27,7 @@ class ServerProcess:
     def __init__(self, data_dir: str | None = None, extra_args: list[str] | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.port = free_port()
+        self.metrics_port = free_port()
         self.own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="sparkwire-test-")
         self.extra_args = extra_args or []
@@ -43,7 +44,7 @@ class ServerProcess:
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server", "serve", "--port", str(self.port),
-             "--data-dir", self.data_dir, *self.extra_args],
+             "--data-dir", self.data_dir, "--metrics-port", str(self.metrics_port), *self.extra_args],
             cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
