@@ -43,12 +43,33 @@ class AggregatePlan:
 
 
 @dataclass(frozen=True)
+class JoinPlan:
+    """An inner equi-join of two linear inputs, with the matching rows kept per join key.
+
+    Each side's SQL yields its referenced columns, the join key as __jk<i>, and
+    __mz_ts/__mz_diff; the joined updates (columns l<i> and r<i>) are shaped
+    by `post_sql`, which reads them from the view JOINED.
+    """
+
+    left_sql: str
+    right_sql: str
+    left_columns: tuple[str, ...]  # joined-view names of the left side's columns
+    right_columns: tuple[str, ...]
+    key_count: int
+    post_sql: str
+
+
+JOINED = "__sw_joined"
+
+
+@dataclass(frozen=True)
 class DataflowPlan:
-    strategy: str  # linear | aggregate | recompute
+    strategy: str  # linear | aggregate | join | recompute
     reason: str
     full_sql: str  # the query itself, for snapshots, recompute and result types
     delta_sql: str | None = None  # linear: the query's columns plus __mz_ts, __mz_diff
     aggregate: AggregatePlan | None = None
+    join: JoinPlan | None = None
 
     def explain(self) -> list[str]:
         lines = {
@@ -57,6 +78,8 @@ class DataflowPlan:
             "aggregate": ["incremental: GROUP BY with state per group",
                           "each micro-batch reduces its updates to partials per (group, timestamp);",
                           "only the groups the batch touches are updated"],
+            "join": ["incremental: equi-join with the matching rows kept per join key",
+                     "each micro-batch computes ΔL ⋈ R + L' ⋈ ΔR for the batch's updates only"],
             "recompute": ["recompute-and-diff: the query is re-run in full at each timestamp",
                           "and diffed against the previous result"],
         }[self.strategy]
@@ -68,6 +91,9 @@ class DataflowPlan:
             out.append(f"delta sql: {self.delta_sql}")
         if self.aggregate:
             out.append(f"partial sql: {self.aggregate.partial_sql}")
+        if self.join:
+            out.extend([f"left sql: {self.join.left_sql}", f"right sql: {self.join.right_sql}",
+                        f"post sql: {self.join.post_sql}"])
         return out
 
 
@@ -84,9 +110,16 @@ def plan_dataflow(tree: exp.Expression) -> DataflowPlan:
         try:
             return DataflowPlan("aggregate", "", full_sql, aggregate=_aggregate(tree))
         except NotIncremental as agg_reason:
-            reason = str(agg_reason) if isinstance(tree, exp.Select) and _has_aggregates(tree) \
-                else str(linear_reason)
-            return DataflowPlan("recompute", reason, full_sql)
+            try:
+                return DataflowPlan("join", "", full_sql, join=_join(tree))
+            except NotIncremental as join_reason:
+                if isinstance(tree, exp.Select) and _has_aggregates(tree):
+                    reason = str(agg_reason)
+                elif isinstance(tree, exp.Select) and tree.args.get("joins"):
+                    reason = str(join_reason)
+                else:
+                    reason = str(linear_reason)
+                return DataflowPlan("recompute", reason, full_sql)
 
 
 def _has_aggregates(select: exp.Select) -> bool:
@@ -212,3 +245,102 @@ def _aggregate(node: exp.Expression) -> AggregatePlan:
     q = q.group_by(*[k.copy() for k in keys], ts_col.copy())
     return AggregatePlan(len(keys), tuple(outputs), tuple(a for a, _ in aggregates), q.sql("spark"),
                          extremes, is_global=not keys)
+
+
+def _source(node: exp.Expression) -> tuple[exp.Expression, str]:
+    """A FROM or JOIN operand made linear, and its alias."""
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+        return node.copy(), node.alias_or_name
+    if isinstance(node, exp.Subquery):
+        return exp.Subquery(this=_linear(node.this), alias=node.args.get("alias").copy()), node.alias_or_name
+    raise NotIncremental(f"join input {node.sql('spark')} is recomputed")
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def _tables_of(node: exp.Expression) -> set[str]:
+    return {c.table for c in node.find_all(exp.Column)}
+
+
+def _join(node: exp.Expression) -> JoinPlan:
+    if not isinstance(node, exp.Select):
+        raise NotIncremental("only SELECT ... JOIN is maintained per join key")
+    joins = node.args.get("joins") or []
+    if len(joins) != 1:
+        raise NotIncremental("joins of more than two inputs are recomputed")
+    for clause in ("group", "having", "limit", "offset", "qualify", "distinct"):
+        if node.args.get(clause):
+            raise NotIncremental(f"{clause.upper()} over a join is recomputed")
+    if _has_aggregates(node):
+        raise NotIncremental("aggregates over a join are recomputed")
+    _no_subqueries(node)
+    join = joins[0]
+    if join.args.get("side") or (join.args.get("kind") or "").upper() not in ("", "INNER"):
+        raise NotIncremental("outer and cross joins are recomputed")
+    if join.args.get("using"):
+        raise NotIncremental("JOIN ... USING is recomputed")
+    source = node.args.get("from_") or node.args.get("from")
+    left, a = _source(source.this)
+    right, b = _source(join.this)
+    if a == b:
+        raise NotIncremental("a join of inputs with the same alias is recomputed")
+    left_keys, right_keys, residual = [], [], []
+    for c in _conjuncts(join.args.get("on")):
+        if isinstance(c, exp.EQ):
+            lt, rt = _tables_of(c.this), _tables_of(c.expression)
+            if lt == {a} and rt == {b}:
+                left_keys.append(c.this)
+                right_keys.append(c.expression)
+                continue
+            if lt == {b} and rt == {a}:
+                left_keys.append(c.expression)
+                right_keys.append(c.this)
+                continue
+        residual.append(c)
+    if not left_keys:
+        raise NotIncremental("a join without an equality between its inputs is recomputed")
+    columns = [c for part in [*node.expressions, node.args.get("where"), *residual] if part is not None
+               for c in part.find_all(exp.Column)]
+    if any(c.table not in (a, b) for c in columns):
+        raise NotIncremental("columns that are not qualified by a join input are recomputed")
+    names: dict[tuple[str, str], str] = {}
+    for c in columns:
+        side = "l" if c.table == a else "r"
+        names.setdefault((c.table, c.name), f"{side}{sum(1 for k in names if k[0] == c.table)}")
+
+    def side_sql(source: exp.Expression, alias: str, keys: list[exp.Expression]) -> tuple[str, tuple[str, ...]]:
+        ident = exp.to_identifier(alias, quoted=True)
+        cols = [(n, v) for (t, n), v in names.items() if t == alias]
+        select = exp.select(
+            *[exp.alias_(exp.column(n, table=ident, quoted=True), v) for n, v in cols],
+            *[exp.alias_(k.copy(), f"__jk{i}") for i, k in enumerate(keys)],
+            exp.alias_(exp.column(TS, table=ident), TS), exp.alias_(exp.column(DIFF, table=ident), DIFF),
+        ).from_(source.copy())
+        return select.sql("spark"), tuple(v for _, v in cols)
+
+    left_sql, left_cols = side_sql(left, a, left_keys)
+    right_sql, right_cols = side_sql(right, b, right_keys)
+
+    def rename(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and (n.table, n.name) in names:
+            return exp.column(names[(n.table, n.name)], table=JOINED)
+        return n
+
+    post = exp.select(*[e.copy().transform(rename) for e in node.expressions],
+                      exp.alias_(exp.column(TS, table=JOINED), TS),
+                      exp.alias_(exp.column(DIFF, table=JOINED), DIFF)).from_(JOINED)
+    conditions = [c.copy().transform(rename) for c in residual]
+    where = node.args.get("where")
+    if where is not None:
+        conditions.append(where.this.copy().transform(rename))
+    if conditions:
+        post = post.where(exp.and_(*conditions))
+    return JoinPlan(left_sql, right_sql, left_cols, right_cols, len(left_keys), post.sql("spark"))

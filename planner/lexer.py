@@ -31,7 +31,7 @@ def split_statements(sql: str) -> list[Piece]:
     try:
         tokens = _TOKENIZER.tokenize(sql)
     except TokenError as exc:
-        raise SqlError(SYNTAX_ERROR, _token_error_message(str(exc))) from exc
+        raise _token_error(sql, exc) from exc
     pieces: list[Piece] = []
     start: int | None = None
     end = 0
@@ -50,10 +50,17 @@ def split_statements(sql: str) -> list[Piece]:
     return pieces
 
 
-def _token_error_message(text: str) -> str:
-    if "Missing" in text or "unterminated" in text.lower():
-        return "unterminated quoted string"
-    return "syntax error: " + text.split("\n")[0]
+def _token_error(sql: str, exc: TokenError) -> SqlError:
+    """PostgreSQL's wording for text the tokenizer cannot finish."""
+    for opener, what in (("'", "quoted string"), ('"', "quoted identifier"), ("$$", "dollar-quoted string")):
+        if sql.count(opener) % 2:
+            at = sql.rfind(opener)
+            return SqlError(SYNTAX_ERROR, f'unterminated {what} at or near "{sql[at:at + 20]}"',
+                            position=at + 1)
+    if sql.count("/*") > sql.count("*/"):
+        at = sql.rfind("/*")
+        return SqlError(SYNTAX_ERROR, "unterminated /* comment", position=at + 1)
+    return SqlError(SYNTAX_ERROR, f"syntax error: {str(exc).splitlines()[0]}")
 
 
 _WORD = re.compile(

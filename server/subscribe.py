@@ -74,6 +74,9 @@ class Subscription:
         self._last_progress = -1
         self._previous: collections.Counter | None = None  # recompute: last result
         self._groups: dict[tuple, GroupState] = {}  # aggregate: state per group
+        # join: each side's rows per join key, as row → multiplicity
+        self._sides: tuple[dict, dict] = ({}, {})
+        self._side_schemas: tuple[pa.Schema | None, pa.Schema | None] = (None, None)
 
     # -- planning ------------------------------------------------------------------
     def plan(self) -> None:
@@ -218,6 +221,11 @@ class Subscription:
             [table] = await self.coord.engine.run(sparkflow.run_over_snapshot, self.coord.store,
                                                   self.inputs, self.as_of, [self.dataflow.delta_sql])
             updates = _consolidate(table).get(self.as_of, [])
+        elif strategy == "join":
+            join = self.dataflow.join
+            sides = await self.coord.engine.run(sparkflow.run_over_snapshot, self.coord.store,
+                                                self.inputs, self.as_of, [join.left_sql, join.right_sql])
+            updates = (await self._join_batch(sides)).get(self.as_of, [])
         else:
             tables = await self.coord.engine.run(sparkflow.run_over_snapshot, self.coord.store,
                                                  self.inputs, self.as_of, self._aggregate_sqls())
@@ -268,15 +276,66 @@ class Subscription:
             for cid, table in updates.items():
                 merged.setdefault(cid, []).append(table)
         batch = {cid: pa.concat_tables(ts) for cid, ts in merged.items()}
-        sqls = [self.dataflow.delta_sql] if strategy == "linear" else self._aggregate_sqls()
+        if strategy == "linear":
+            sqls = [self.dataflow.delta_sql]
+        elif strategy == "join":
+            sqls = [self.dataflow.join.left_sql, self.dataflow.join.right_sql]
+        else:
+            sqls = self._aggregate_sqls()
         tables = await self.coord.engine.run(sparkflow.run_over_updates, self.inputs, batch, sqls)
-        per_ts = _consolidate(tables[0]) if strategy == "linear" else self._fold_aggregates(tables)
+        if strategy == "linear":
+            per_ts = _consolidate(tables[0])
+        elif strategy == "join":
+            per_ts = await self._join_batch(tables)
+        else:
+            per_ts = self._fold_aggregates(tables)
         for ts in sorted(per_ts):
             self._emit(ts, per_ts[ts])
 
     async def _recompute(self, ts: int) -> collections.Counter:
         result = await self.coord.query(self.dataflow.full_sql, self.views, ts)
         return collections.Counter(_rows(result.table))
+
+    # -- joins ---------------------------------------------------------------------
+    async def _join_batch(self, sides: list[pa.Table]) -> dict[int, list[tuple[tuple, int]]]:
+        """ΔL ⋈ R + L' ⋈ ΔR per timestamp against the kept state, shaped by Spark."""
+        join = self.dataflow.join
+        left_schema = self._side_schema(0, sides[0], join.left_columns)
+        right_schema = self._side_schema(1, sides[1], join.right_columns)
+        deltas = [_side_updates(sides[0], len(join.left_columns), join.key_count),
+                  _side_updates(sides[1], len(join.right_columns), join.key_count)]
+        joined: list[tuple] = []
+        for ts in sorted(set(deltas[0]) | set(deltas[1])):
+            for mine, other in ((0, 1), (1, 0)):
+                # Left first against the old right state; then the right against the new left.
+                state, opposite = self._sides[mine], self._sides[other]
+                for key, row, diff in deltas[mine].get(ts, []):
+                    if any(v is None for v in key):
+                        continue  # NULL never equals anything
+                    for other_row, n in opposite.get(key, {}).items():
+                        pair = (row, other_row) if mine == 0 else (other_row, row)
+                        joined.append((*pair[0], *pair[1], ts, diff * n))
+                    rows = state.setdefault(key, collections.Counter())
+                    rows[row] += diff
+                    if rows[row] == 0:
+                        del rows[row]
+                        if not rows:
+                            del state[key]
+        if not joined:
+            return {}
+        schema = pa.schema([*left_schema, *right_schema, pa.field(DELTA_TS, pa.int64()),
+                            pa.field(DELTA_DIFF, pa.int64())])
+        table = pa.Table.from_arrays([pa.array(list(col), f.type) for col, f in zip(zip(*joined), schema)],
+                                     schema=schema)
+        shaped = await self.coord.engine.run(sparkflow.run_over_table, "__sw_joined", table, join.post_sql)
+        return _consolidate(shaped)
+
+    def _side_schema(self, side: int, table: pa.Table, columns: tuple[str, ...]) -> pa.Schema:
+        known = self._side_schemas[side]
+        if known is None:
+            known = pa.schema([table.schema.field(c) for c in columns])
+            self._side_schemas = (known, self._side_schemas[1]) if side == 0 else (self._side_schemas[0], known)
+        return known
 
     # -- aggregates -----------------------------------------------------------------
     def _aggregate_sqls(self) -> list[str]:
@@ -406,6 +465,18 @@ class Subscription:
     @property
     def drained(self) -> bool:
         return self.finished and not self.buffer
+
+
+def _side_updates(table: pa.Table, width: int, keys: int) -> dict[int, list[tuple[tuple, tuple, int]]]:
+    """One join input's batch as (key, row, diff) per timestamp."""
+    cols = [c.to_pylist() for c in table.columns]
+    out: dict[int, list[tuple[tuple, tuple, int]]] = {}
+    ts_col, diff_col = cols[width + keys], cols[width + keys + 1]
+    for r in range(table.num_rows):
+        row = tuple(cols[i][r] for i in range(width))
+        key = tuple(cols[width + i][r] for i in range(keys))
+        out.setdefault(ts_col[r], []).append((key, row, diff_col[r]))
+    return out
 
 
 def _rows(table: pa.Table) -> list[tuple]:

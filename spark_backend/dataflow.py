@@ -84,6 +84,15 @@ def run_over_updates(spark: SparkSession, inputs: list[Input], updates: dict[str
             spark.catalog.dropTempView(name)
 
 
+def run_over_table(spark: SparkSession, name: str, table: pa.Table, sql: str) -> pa.Table:
+    """Run SQL over an Arrow table registered as view `name` (joined updates, say)."""
+    spark.createDataFrame(table).createOrReplaceTempView(name)
+    try:
+        return spark.sql(sql).toArrow()
+    finally:
+        spark.catalog.dropTempView(name)
+
+
 def history(spark: SparkSession, store: Store, rel: Input, after: int, upto: int) -> pa.Table:
     """A collection's updates with after < mz_timestamp <= upto, from storage."""
     df = changes_df(spark, store, rel.collection_id, rel.types, upto)

@@ -1,0 +1,138 @@
+"""The statement parser and the PostgreSQL → Spark translation, without Spark."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from planner import statements as st
+from planner import subscribe_syntax as ss
+from planner.errors import SqlError
+from planner.lexer import split_statements
+from planner.parser import parse, parse_one
+from planner.translate import SessionContext, TableSource, ViewSource, to_spark
+
+CTX = SessionContext("materialize", "alice", "PostgreSQL 15.0 (sparkwire)", "2024-01-02 03:04:05.000000", 42)
+
+
+def resolve(name: str):
+    if name == "t":
+        return TableSource("__sw_1_t", {"a": "INT", "b": "BIGINT", "s": "STRING"})
+    if name == "v":
+        return ViewSource(sqlglot.parse_one("SELECT a FROM t WHERE b > 1", read="postgres"))
+    return None
+
+
+def one(sql: str) -> st.Statement:
+    return parse_one(sql).statement
+
+
+def test_split_respects_strings_dollar_quotes_and_comments():
+    pieces = split_statements("select 'a;b', $$x;y$$; /* c; */ select 2 -- x;\n; ;show tables")
+    assert [p.text for p in pieces] == ["select 'a;b', $$x;y$$", "select 2", "show tables"]
+    assert pieces[1].offset == 32
+
+
+def test_create_table_types_and_constraints():
+    stmt = one("CREATE TABLE IF NOT EXISTS T (id int NOT NULL, price numeric(10,2) DEFAULT 0, "
+               "tags text[], \"Name\" varchar(5))")
+    assert isinstance(stmt, st.CreateTable)
+    assert stmt.name == "t" and stmt.if_not_exists
+    assert [c.name for c in stmt.columns] == ["id", "price", "tags", "Name"]
+    assert [c.type.display() for c in stmt.columns] == ["integer", "numeric(10,2)", "text[]", "character varying(5)"]
+    assert stmt.columns[0].not_null and stmt.columns[1].default is not None
+
+
+@pytest.mark.parametrize(("sql", "code", "fragment"), [
+    ("CREATE TABLE t (a foo)", "42704", 'type "foo" does not exist'),
+    ("CREATE TABLE t (a int PRIMARY KEY)", "0A000", "PRIMARY KEY"),
+    ("CREATE TABLE t (a int, a text)", "42701", 'column "a" specified more than once'),
+    ("CREATE TABLE t (a numeric(50, 2))", "22023", "precision 50"),
+    ("SELECT 1 FROM", "42601", "syntax error"),
+    ("GRANT SELECT ON t TO bob", "0A000", "GRANT is not supported"),
+    ("CREATE INDEX i ON t (a)", "0A000", "CREATE INDEX is not supported"),
+    ("SELECT 'unterminated", "42601", "unterminated"),
+    ("SUBSCRIBE t WITH (SNAPSHOT = 'x')", "22023", "SNAPSHOT"),
+    ("SUBSCRIBE t WITH (FOO)", "22023", "FOO"),
+    ("SUBSCRIBE t ENVELOPE UPSERT (KEY ())", "42601", "at least one KEY"),
+    ("SUBSCRIBE t ENVELOPE UPSERT (KEY (a)) WITHIN TIMESTAMP ORDER BY a", "42601", "cannot be combined"),
+    ("FETCH ALL c WITH (bogus = 1)", "22023", "BOGUS"),
+])
+def test_bad_statements(sql, code, fragment):
+    with pytest.raises(SqlError) as info:
+        parse(sql)
+    assert info.value.sqlstate == code
+    assert fragment in info.value.message
+
+
+def test_syntax_error_position_points_into_the_whole_string():
+    with pytest.raises(SqlError) as info:
+        parse("SELECT 1; SELECT 1 2 3")
+    assert info.value.position is not None and info.value.position > 10
+
+
+def test_dml_and_parameters():
+    ins = parse("INSERT INTO t (a, s) VALUES ($1, $2), (3, 'x')")[0]
+    assert isinstance(ins.statement, st.Insert) and ins.statement.columns == ("a", "s")
+    assert ins.params == [1, 2]
+    upd = one("UPDATE t SET a = a + 1, s = 'y' WHERE b = 2")
+    assert isinstance(upd, st.Update) and [n for n, _ in upd.assignments] == ["a", "s"]
+    assert isinstance(one("DELETE FROM t WHERE a = 1"), st.Delete)
+
+
+def test_session_statements():
+    assert one("SET application_name TO 'x'") == st.SetVariable("application_name", "x")
+    assert one("SET TIME ZONE 'UTC'") == st.SetVariable("timezone", "UTC")
+    assert one("RESET ALL") == st.ResetVariable("all")
+    assert one("SHOW TABLES") == st.ShowObjects("tables")
+    assert one("SHOW COLUMNS FROM t") == st.ShowColumns("t")
+    assert one("DROP TABLE IF EXISTS a, b CASCADE") == st.Drop("TABLE", ("a", "b"), True, True)
+    assert isinstance(one("START TRANSACTION ISOLATION LEVEL SERIALIZABLE"), st.Begin)
+    assert isinstance(one("END"), st.Commit)
+    assert one("ALTER SYSTEM SET enable_envelope_upsert_in_subscribe = off") == st.AlterSystem(
+        "enable_envelope_upsert_in_subscribe", "off")
+
+
+def test_subscribe_syntax_round_trip_of_options():
+    s = one("SUBSCRIBE TO (SELECT a FROM t) WITH (PROGRESS, SNAPSHOT = false) AS OF AT LEAST 5 UP TO 10")
+    assert isinstance(s, ss.Subscribe)
+    assert (s.progress, s.snapshot, s.as_of, s.as_of_at_least, s.up_to) == (True, False, 5, True, 10)
+    before = one("SUBSCRIBE kv ENVELOPE UPSERT (KEY (k2, k1)) WITH (PROGRESS)")
+    after = one("SUBSCRIBE kv WITH (PROGRESS) ENVELOPE UPSERT (KEY (k2, k1))")
+    assert before == after and before.output.keys == ("k2", "k1")
+    order = one("SUBSCRIBE t WITHIN TIMESTAMP ORDER BY c1, c2 DESC NULLS LAST, mz_diff")
+    assert [(k.column, k.descending, k.effective_nulls_first) for k in order.output.order_by] == [
+        ("c1", False, False), ("c2", True, False), ("mz_diff", False, False)]
+    decl = one("DECLARE c CURSOR FOR SUBSCRIBE t")
+    assert isinstance(decl, ss.DeclareCursor) and isinstance(decl.inner, ss.Subscribe)
+    assert one("FETCH 10 FROM c WITH (timeout = '500ms')") == ss.Fetch("c", 10, 0.5)
+    assert one("FETCH ALL c") == ss.Fetch("c", None, None)
+    assert isinstance(one("COPY (SUBSCRIBE t) TO STDOUT").inner, ss.Subscribe)
+
+
+def test_translation_resolves_names_functions_and_integer_division():
+    sql = to_spark(one("SELECT a / 2, a / 2.0, current_database(), current_user, now() FROM t").ast,
+                   resolve, CTX)
+    assert "__sw_1_t" in sql
+    assert "DIV" in sql and "/ 2.0" in sql
+    assert "'materialize' AS `current_database`" in sql
+    assert "'alice' AS `current_user`" in sql
+    assert "CAST('2024-01-02 03:04:05.000000' AS TIMESTAMP) AS `now`" in sql
+
+
+def test_translation_inlines_views_and_rejects_unknown_relations():
+    sql = to_spark(one("SELECT * FROM v").ast, resolve, CTX)
+    assert "(SELECT" in sql and "__sw_1_t" in sql
+    with pytest.raises(SqlError) as info:
+        to_spark(one("SELECT * FROM nope").ast, resolve, CTX)
+    assert info.value.sqlstate == "42P01" and '"nope"' in info.value.message
+
+
+def test_output_names_follow_postgres():
+    sql = to_spark(one("SELECT 1, count(*), a::text, sum(b) AS total FROM t GROUP BY a").ast, resolve, CTX)
+    assert "`?column?`" in sql and "`count`" in sql and "AS `a`" in sql and "`total`" in sql
+
+
+def test_generate_series_becomes_a_spark_subquery():
+    sql = to_spark(one("SELECT g FROM generate_series(1, 3) AS g").ast, resolve, CTX)
+    assert "SEQUENCE(1, 3)" in sql and "EXPLODE" in sql
