@@ -105,7 +105,13 @@ def parse_subscribe(s: Scanner) -> Subscribe:
             continue
         if s.is_keyword("envelope") or s.is_keyword("within"):
             if output.kind != "diffs":
-                raise SqlError(SYNTAX_ERROR, _one_modifier_message(output, s))
+                message = _one_modifier_message(output, s)
+                try:  # read the second modifier too, to name mz_diff if it is the culprit
+                    second = _output_modifier(s)
+                except SqlError:
+                    raise SqlError(SYNTAX_ERROR, message) from None
+                _reject_mz_diff_with_envelope(output, second)
+                raise SqlError(SYNTAX_ERROR, message)
             output = _output_modifier(s)
         elif s.accept("with"):
             if options:
@@ -129,10 +135,25 @@ def parse_subscribe(s: Scanner) -> Subscribe:
 
 def _one_modifier_message(current: OutputMode, s: Scanner) -> str:
     new = "ENVELOPE" if s.is_keyword("envelope") else "WITHIN TIMESTAMP ORDER BY"
+    if current.kind == "order_by" and new == "WITHIN TIMESTAMP ORDER BY":
+        return "WITHIN TIMESTAMP ORDER BY specified more than once"
     if current.kind in ("upsert", "debezium") and new == "WITHIN TIMESTAMP ORDER BY" or \
             current.kind == "order_by" and new == "ENVELOPE":
         return f"WITHIN TIMESTAMP ORDER BY cannot be combined with ENVELOPE {_envelope_name(current, s)}"
     return "only one ENVELOPE may be specified"
+
+
+def _reject_mz_diff_with_envelope(first: OutputMode, second: OutputMode) -> None:
+    """ORDER BY mz_diff next to an envelope: say that mz_diff is not one of its columns."""
+    kinds = (first.kind, second.kind)
+    if "order_by" not in kinds or not {"upsert", "debezium"} & set(kinds):
+        return
+    order, envelope = (first, second) if first.kind == "order_by" else (second, first)
+    if any(k.column == "mz_diff" for k in order.order_by):
+        raise SqlError(SYNTAX_ERROR,
+                       'invalid ORDER BY in SUBSCRIBE WITHIN TIMESTAMP ORDER BY: column "mz_diff" '
+                       f"is not an output column of ENVELOPE {envelope.kind.upper()}",
+                       hint="All order bys must be output columns.")
 
 
 def _envelope_name(current: OutputMode, s: Scanner) -> str:

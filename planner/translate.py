@@ -167,7 +167,13 @@ def _bind(tree: exp.Expression, params: dict[int, exp.Expression]) -> exp.Expres
             n = int(node.this.this)
             if n not in params:
                 raise SqlError("08P01", f"there is no parameter ${n}")
-            return params[n].copy()
+            value = params[n].copy()
+            if isinstance(node.parent, (exp.Limit, exp.Offset)):
+                # Spark wants an INT there; PostgreSQL reads NULL as no limit / no offset.
+                if isinstance(value, exp.Cast) and isinstance(value.this, exp.Null):
+                    return exp.Literal.number(2**31 - 1 if isinstance(node.parent, exp.Limit) else 0)
+                return exp.Cast(this=value, to=exp.DataType.build("INT"))
+            return value
         return node
 
     return tree.transform(swap)
@@ -250,10 +256,27 @@ def _name_outputs(tree: exp.Expression, names: list[str] | None) -> exp.Expressi
             "?column?" if isinstance(e, exp.Alias) and _AUTO_ALIAS.match(e.alias) else output_name(e)
             for e in selects.expressions
         ]
-    for e, name in zip(list(selects.expressions), names):
+    renamed: dict[str, int] = {}
+    for pos, (e, name) in enumerate(zip(list(selects.expressions), names), start=1):
         inner = e.this if isinstance(e, exp.Alias) else e
+        if isinstance(e, exp.Alias) and e.alias != name:
+            renamed[e.alias] = pos
         e.replace(exp.alias_(inner, exp.to_identifier(name, quoted=True)))
+    _order_by_position(tree, selects, renamed)
     return tree
+
+
+def _order_by_position(tree: exp.Expression, selects: exp.Select, renamed: dict[str, int]) -> None:
+    """ORDER BY an output alias that was renamed (qualify's `_col_0` for ORDER BY 1)
+    refers to the column by position instead, which also survives duplicate names."""
+    if not renamed:
+        return
+    for node in (tree, selects) if tree is not selects else (tree,):
+        order = node.args.get("order")
+        for ordered in order.expressions if order is not None else []:
+            key = ordered.this
+            if isinstance(key, exp.Column) and not key.table and key.name in renamed:
+                key.replace(exp.Literal.number(renamed[key.name]))
 
 
 def _written_names(tree: exp.Expression) -> list[str] | None:

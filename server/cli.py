@@ -68,6 +68,10 @@ def _setup_logging(level: str, fmt: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    # Timestamps are UTC everywhere: Spark's session, the JVM it starts, and the
+    # Python side that turns Spark rows into datetimes.
+    os.environ["TZ"] = "UTC"
+    time.tzset()
     _setup_logging(args.log_level, args.log_format)
     from server.app import Config, Server
 

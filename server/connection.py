@@ -256,7 +256,9 @@ class Connection:
                 self.skip_until_sync = True
             else:
                 self.send(m.ready_for_query(self.session.status))
-        if not extended or isinstance(msg, m.Flush):
+        # PostgreSQL flushes every ErrorResponse at once: a client that sent
+        # Parse/Describe/Flush (asyncpg) waits for it before sending Sync.
+        if not extended or isinstance(msg, m.Flush) or self.skip_until_sync:
             await self.flush()
 
     def _send_error(self, err: SqlError, severity: str | None = None, notice: bool = False) -> None:

@@ -235,18 +235,21 @@ def _presentable(df):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    changed = False
+    fields = df.schema.fields
+    if not any(isinstance(f.dataType, (T.StructType, T.MapType, T.YearMonthIntervalType,
+                                       T.CalendarIntervalType, T.NullType)) for f in fields):
+        return df
+    # Output names may repeat (`SELECT NULL, NULL`): refer to columns by position.
+    df = df.toDF(*[f"__p{i}" for i in range(len(fields))])
     cols = []
-    for f in df.schema.fields:
+    for i, f in enumerate(fields):
+        col = F.col(f"__p{i}")
         if isinstance(f.dataType, (T.StructType, T.MapType)):
-            cols.append(F.to_json(F.col(f"`{f.name}`")).alias(f.name))
-            changed = True
+            col = F.to_json(col)
         elif isinstance(f.dataType, (T.YearMonthIntervalType, T.CalendarIntervalType, T.NullType)):
-            cols.append(F.col(f"`{f.name}`").cast("string").alias(f.name))
-            changed = True
-        else:
-            cols.append(F.col(f"`{f.name}`"))
-    return df.select(*cols) if changed else df
+            col = col.cast("string")
+        cols.append(col.alias(f.name, metadata=f.metadata) if f.metadata else col.alias(f.name))
+    return df.select(*cols)
 
 
 def _arrow_for_wire(table: pa.Table, types: list[SqlType]) -> pa.Table:

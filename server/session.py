@@ -562,9 +562,8 @@ class Session:
         return sub
 
     async def _subscribe(self, stmt: ss.Subscribe, params, ptypes) -> Outcome:
-        if self.txn is not None and self.txn.explicit:
-            raise SqlError(FEATURE_NOT_SUPPORTED,
-                           "SUBSCRIBE in a transaction block must be read through DECLARE ... CURSOR")
+        # Allowed in a transaction block too, as in Materialize: asyncpg (and JDBC) read
+        # a SUBSCRIBE through a portal, which they only open inside a transaction.
         sub = await self._start_subscription(stmt)
         return Outcome("SUBSCRIBE", sub.output.names, sub.output.types, stream=sub,
                        copy=True)

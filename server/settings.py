@@ -111,6 +111,10 @@ class Settings:
             raise SqlError("55P02", f'parameter "{var.name}" cannot be changed')
         if value is None:
             value = var.default
+        if var.name == "client_encoding":
+            # PostgreSQL ignores all but letters and digits in an encoding name;
+            # asyncpg sends client_encoding='utf-8' with the quotes.
+            value = "".join(ch for ch in value if ch.isalnum()).upper()
         if var.allowed is not None and value.strip().lower() not in var.allowed:
             raise SqlError(INVALID_PARAMETER_VALUE,
                            f'invalid value for parameter "{var.name}": "{value}"',
