@@ -164,6 +164,11 @@ def sql_type(dt: exp.DataType) -> SqlType:
 
 
 def _create(s: Scanner) -> st.Statement:
+    from planner import source_syntax
+
+    sourced = source_syntax.parse_create(s)
+    if sourced is not None:
+        return sourced
     s.expect("create")
     replace = s.accept("or", "replace")
     if s.is_keyword("table") or s.is_keyword("temp", "table") or s.is_keyword("temporary", "table"):
@@ -274,7 +279,12 @@ def _delete(s: Scanner) -> st.Delete:
 
 # -- hand-parsed statements ---------------------------------------------------------
 
-def _drop(s: Scanner) -> st.Drop:
+def _drop(s: Scanner) -> st.Statement:
+    from planner import source_syntax
+
+    other = source_syntax.parse_drop(s)
+    if other is not None:
+        return other
     s.expect("drop")
     kind_word = s.peek()
     if s.accept("table"):
@@ -370,7 +380,8 @@ def _reset(s: Scanner) -> st.ResetVariable:
     return st.ResetVariable(name)
 
 
-_SHOW_OBJECTS = ("tables", "views", "schemas", "databases", "objects")
+_SHOW_OBJECTS = ("tables", "views", "schemas", "databases", "objects", "sources", "secrets",
+                 "connections")
 
 
 def _show(s: Scanner) -> st.Statement:
@@ -389,7 +400,7 @@ def _show(s: Scanner) -> st.Statement:
         return st.ShowColumns(name)
     if s.accept("create"):
         kind = s.ident("object type").upper()
-        if kind not in ("TABLE", "VIEW"):
+        if kind not in ("TABLE", "VIEW", "SOURCE", "CONNECTION"):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"SHOW CREATE {kind} is not supported")
         name = _name_of(s.qualified_name())
         s.expect_end()
@@ -406,6 +417,11 @@ def _show(s: Scanner) -> st.Statement:
 
 
 def _alter(s: Scanner) -> st.Statement:
+    from planner import source_syntax
+
+    swap = source_syntax.parse_alter_table(s)
+    if swap is not None:
+        return swap
     s.expect("alter")
     if not s.accept("system"):
         raise _unsupported(Scanner(s.text))

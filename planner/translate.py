@@ -17,6 +17,7 @@ from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from planner import pg_compat
 from planner.errors import UNDEFINED_TABLE, SqlError
 from planner.parser import table_name
 
@@ -34,6 +35,7 @@ class ViewSource:
     query: exp.Expression
 
 
+# Called with a relation name, qualified (`pg_catalog.pg_class`) only for system schemas.
 Resolver = Callable[[str], "TableSource | ViewSource | None"]
 
 
@@ -60,6 +62,15 @@ def referenced_relations(tree: exp.Expression) -> list[str]:
     return names
 
 
+def qualified_name(table: exp.Table) -> str:
+    """The name a resolver is asked for: `schema.name` for a system schema
+    (pg_catalog, information_schema, mz_internal, ...), else the bare name."""
+    name = table_name(table)
+    schema = table.args.get("db")
+    schema_name = table_name(exp.Table(this=schema)) if schema is not None else "public"
+    return name if schema_name == "public" else f"{schema_name}.{name}"
+
+
 def _is_relation(table: exp.Table) -> bool:
     return isinstance(table.this, exp.Identifier)
 
@@ -74,6 +85,7 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
                  params: dict[int, exp.Expression] | None = None) -> exp.Expression:
     tree = tree.copy()
     names = _written_names(tree)
+    tree = pg_compat.rewrite(tree)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     schema: dict[str, dict[str, str]] = {}
     for table in list(tree.find_all(exp.Table)):
@@ -85,7 +97,7 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
         name = table_name(table)
         if name in ctes:
             continue
-        source = resolve(name)
+        source = resolve(qualified_name(table))
         if source is None:
             raise SqlError(UNDEFINED_TABLE, f'relation "{name}" does not exist')
         alias = table.args.get("alias")
@@ -237,6 +249,8 @@ def output_name(node: exp.Expression) -> str:
         return "case"
     if isinstance(node, exp.Anonymous):
         return node.name.lower()
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+        return output_name(node.expression)  # pg_catalog.f(...)
     if isinstance(node, exp.Func) and not isinstance(node, (exp.Binary, exp.Unary)):
         return _FUNCTION_NAMES.get(type(node), node.sql_name().lower())
     return "?column?"

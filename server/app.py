@@ -15,6 +15,7 @@ from server.connection import Connection
 from server.coordinator import Coordinator
 from server.metrics import serve_metrics
 from server.protocol.scram import make_verifier
+from server.sources import SourceManager
 from spark_backend.engine import SparkEngine
 
 log = logging.getLogger("sparkwire")
@@ -35,6 +36,7 @@ class Server:
         self.config = config
         self.engine = SparkEngine(config.spark_master)
         self.coordinator = Coordinator(config.data_dir, self.engine)
+        self.sources = SourceManager(self.coordinator)
         self.sessions: dict[int, Connection] = {}
         self._pids = itertools.count(os.getpid() * 1000 % 2_000_000_000 + 1)
         self.mock_secret = secrets.token_bytes(16)
@@ -67,6 +69,7 @@ class Server:
     async def start(self) -> None:
         self.coordinator.open()
         self.coordinator.start_ticking()
+        self.sources.start_all()
         self.engine.start_in_background()
         self._server = await asyncio.start_server(self._handle, self.config.host, self.config.port,
                                                   limit=2**20, backlog=512)
@@ -88,5 +91,6 @@ class Server:
         self._server.close()
         for conn in list(self.sessions.values()):
             await conn.shutdown()
+        await self.sources.stop_all()
         self.coordinator.close()
         self.engine.stop()

@@ -37,16 +37,25 @@ class Column:
 
 @dataclass(frozen=True)
 class Item:
-    """A named relation: a table (with a storage collection) or a view."""
+    """A named catalog object: a table (with a storage collection), a view, a
+    source, a connection or a secret."""
 
     id: str
     name: str
-    kind: str  # table | view
+    kind: str  # table | view | source | connection | secret
     columns: tuple[Column, ...]
     created_at: int
     sql: str | None = None  # a view's query as written
-    depends_on: tuple[str, ...] = ()  # ids of the relations a view reads
+    depends_on: tuple[str, ...] = ()  # ids of the objects this one uses
     oid: int = 0
+    # Kind-specific facts: a source's options and progress, a source-fed table's
+    # upstream reference, a secret's value (never shown back).
+    details: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def source_id(self) -> str | None:
+        """The source feeding this table, if any: such tables are read-only."""
+        return self.details.get("source", {}).get("source_id") if self.kind == "table" else None
 
     @property
     def column_names(self) -> list[str]:
@@ -65,12 +74,13 @@ class Item:
     def to_json(self) -> dict:
         return {"id": self.id, "name": self.name, "kind": self.kind, "created_at": self.created_at,
                 "columns": [c.to_json() for c in self.columns], "sql": self.sql,
-                "depends_on": list(self.depends_on), "oid": self.oid}
+                "depends_on": list(self.depends_on), "oid": self.oid, "details": self.details}
 
     @classmethod
     def from_json(cls, d: dict) -> Item:
         return cls(d["id"], d["name"], d["kind"], tuple(Column.from_json(c) for c in d["columns"]),
-                   d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0))
+                   d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0),
+                   d.get("details", {}))
 
 
 FIRST_USER_OID = 20000
@@ -133,7 +143,7 @@ class Catalog:
             else:
                 raise SqlError(DUPLICATE_TABLE, f'relation "{item.name}" already exists')
         item = Item(item.id, item.name, item.kind, item.columns, item.created_at, item.sql,
-                    item.depends_on, FIRST_USER_OID + int(item.id[1:]))
+                    item.depends_on, FIRST_USER_OID + int(item.id[1:]), item.details)
         if item.kind == "table":
             ops.append({"op": "create_collection", "collection": item.id})
         ops.append({"op": "create", "item": item.to_json()})
@@ -154,7 +164,8 @@ class Catalog:
                     raise SqlError(UNDEFINED_TABLE, f'view "{name}" does not exist')
                 raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
             if item.kind != kind.lower():
-                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a {kind.lower()}')
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a {kind.lower()}',
+                               hint=f"Use DROP {item.kind.upper()} to remove it.")
             deps = [d for d in self.dependents(item.id) if d.id not in dropped]
             if deps and not cascade:
                 raise SqlError(
@@ -183,6 +194,20 @@ class Catalog:
             self.items.pop(op["id"], None)
         elif kind == "system_set":
             self.system[op["name"]] = op["value"]
+        elif kind == "details":
+            # Merge facts into an object's details (source progress, snapshot done, ...).
+            item = self.items.get(op["id"])
+            if item is not None:
+                merged = _merge(item.details, op["details"])
+                self.items[item.id] = Item(item.id, item.name, item.kind, item.columns, item.created_at,
+                                           item.sql, item.depends_on, item.oid, merged)
+        elif kind == "swap":
+            a, b = self.items.get(op["a"]), self.items.get(op["b"])
+            if a is not None and b is not None:
+                self.items[a.id] = Item(a.id, b.name, a.kind, a.columns, a.created_at, a.sql,
+                                        a.depends_on, a.oid, a.details)
+                self.items[b.id] = Item(b.id, a.name, b.kind, b.columns, b.created_at, b.sql,
+                                        b.depends_on, b.oid, b.details)
 
     def to_json(self) -> dict:
         return {"items": [i.to_json() for i in self.items.values()], "next_id": self.next_id,
@@ -197,3 +222,10 @@ class Catalog:
             item = Item.from_json(i)
             cat.items[item.id] = item
         return cat
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out

@@ -191,6 +191,7 @@ class Connection:
         settings = Settings(msg.params)
         self.session = Session(self.server.coordinator, user, database, settings, self.pid)
         self.session.on_overflow = self._overflow
+        self.session.server_sources = self.server.sources
         self.server.sessions[self.pid] = self
         metrics.SESSIONS.inc()
         self.send(m.authentication_ok())

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
+from planner.errors import SqlError
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
 from server.catalog import Catalog, Item
@@ -148,10 +149,13 @@ class Coordinator:
             item = self.catalog.get(name)
             if item is None:
                 return None
-            if item.kind == "view":
+            if item.kind in ("view", "source"):
                 from planner.parser import parse_one
 
-                return ViewSource(parse_one(item.sql).statement.ast)
+                text = item.sql if item.kind == "view" else source_progress_sql(item)
+                return ViewSource(parse_one(text).statement.ast)
+            if item.kind != "table":
+                raise SqlError("42809", f'"{name}" is a {item.kind}, not a relation')
             spark_name = f"__sw_{qid}_{name if _SIMPLE_NAME.match(name) else item.id}"
             views[item.id] = (spark_name, item)
             return TableSource(spark_name, {c.name: c.type.spark for c in item.columns})
@@ -223,6 +227,11 @@ class Coordinator:
             log.exception("compaction failed")
         finally:
             self._compacting = False
+
+
+def source_progress_sql(source: Item) -> str:
+    """`SELECT * FROM <source>`: the upstream position its tables are ingested up to."""
+    return f"SELECT CAST({int(source.details.get('lsn', 0))} AS NUMERIC(20,0)) AS lsn"
 
 
 def _stamp(updates: pa.Table, ts: int) -> pa.Table:

@@ -34,7 +34,7 @@ from planner.errors import (
 from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
-from server import metrics, writes
+from server import metrics, sources, writes
 from server.catalog import Column, Item
 from server.coordinator import VERSION_STRING, Coordinator, Overlay
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
@@ -118,6 +118,7 @@ class Session:
         self.cancelled = False
         self.cancel_event = asyncio.Event()  # wakes statements that wait on anything but Spark
         self.cursors: dict[str, Cursor] = {}
+        self.server_sources = None  # the server's SourceManager, set by the connection
         self.on_overflow: Callable[[], None] | None = None  # set by the connection
 
     # -- transaction status ---------------------------------------------------------
@@ -287,7 +288,8 @@ class Session:
     def _writable(self, name: str, verb: str) -> Item:
         item = self.coord.catalog.require(name)
         if item.kind != "table":
-            raise SqlError(WRONG_OBJECT_TYPE, f'cannot {verb} view "{name}"')
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot {verb} {item.kind} "{name}"')
+        sources.check_writable(item, verb.split()[0])
         return item
 
     async def _insert(self, stmt: st.Insert, params, ptypes) -> Outcome:
@@ -507,6 +509,11 @@ class Session:
         elif kind == "objects":
             return rows_outcome(["name", "type"], [(i.name, i.kind) for i in self.coord.catalog.sorted_items()],
                                 tag="SHOW")
+        elif kind == "sources":
+            rows = self.server_sources.status_rows() if self.server_sources else []
+            return rows_outcome(["name", "type", "status", "error"], rows, tag="SHOW")
+        elif kind in ("secrets", "connections"):
+            names = [(i.name,) for i in self.coord.catalog.sorted_items(kind[:-1])]
         elif kind == "schemas":
             names = [("public",)]
         else:
@@ -520,7 +527,9 @@ class Session:
 
     async def _show_create(self, stmt: st.ShowCreate, params, ptypes) -> Outcome:
         item = self.coord.catalog.require(stmt.name, stmt.object_type.lower())
-        if item.kind == "view":
+        if item.kind in ("source", "connection") or item.kind == "table" and item.source_id:
+            sql = item.sql
+        elif item.kind == "view":
             sql = f'CREATE VIEW "materialize"."public"."{item.name}" AS {item.sql}'
         else:
             cols = []
@@ -687,3 +696,5 @@ _HANDLERS: dict[type, Callable] = {
     ss.Fetch: Session._fetch,
     ss.CloseCursor: Session._close_cursor,
 }
+
+_HANDLERS.update(sources.HANDLERS)

@@ -30,7 +30,7 @@ from planner.translate import SessionContext
 from planner.types import SqlType
 from server.catalog import Item
 from server.coordinator import Coordinator, Overlay
-from server.values import decode_text
+from server.values import decode_text, encode_text
 from spark_backend.schema import DIFF, TS, arrow_type, physical, storage_arrow_schema
 
 
@@ -74,7 +74,9 @@ def constant_value(node: exp.Expression, t: SqlType, ctx: SessionContext,
         ptype = param_types.get(n)
         if value is None or ptype is None or ptype == t:
             return value
-        return decode_text(t, _param_text(value).encode())
+        # Re-read the value as the column's type from its PostgreSQL text form
+        # (str() of a list, bytes or timedelta is not that form).
+        return decode_text(t, encode_text(ptype, value))
     if isinstance(node, exp.Literal):
         if node.is_string:
             return decode_text(t, node.this.encode())

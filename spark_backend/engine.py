@@ -56,6 +56,7 @@ class SparkEngine:
         self.started_at = time.monotonic()
         self.ready_after: float | None = None
         self._cancelled: set[str] = set()
+        self._running: set[str] = set()  # groups with a call on a worker thread now
 
     # -- lifecycle -------------------------------------------------------
     def start_in_background(self) -> None:
@@ -117,6 +118,10 @@ class SparkEngine:
     def _call(self, fn: Callable[..., T], args: tuple, group: str | None) -> T:
         spark = self.session()
         if group is not None:
+            if group in self._cancelled:  # cancelled before this call began
+                self._cancelled.discard(group)
+                raise SqlError(QUERY_CANCELED, "canceling statement due to user request")
+            self._running.add(group)
             spark.sparkContext.setJobGroup(group, group, interruptOnCancel=True)
         try:
             return fn(spark, *args)
@@ -130,6 +135,7 @@ class SparkEngine:
             raise translate_spark_error(exc) from exc
         finally:
             if group is not None:
+                self._running.discard(group)
                 self._cancelled.discard(group)
                 spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
@@ -138,4 +144,15 @@ class SparkEngine:
         self._cancelled.add(group)
         if self._spark is not None:
             self._spark.sparkContext.cancelJobGroup(group)
+            threading.Thread(target=self._keep_cancelling, args=(group,), daemon=True).start()
+
+    def _keep_cancelling(self, group: str, poll: float = 0.05, limit: float = 30.0) -> None:
+        """cancelJobGroup stops only the jobs running at that instant: a call between two
+        jobs would start the next one. Repeat it until the group's call has returned."""
+        deadline = time.monotonic() + limit
+        while group in self._cancelled and time.monotonic() < deadline:
+            time.sleep(poll)
+            if group in self._running and self._spark is not None:
+                self._spark.sparkContext.cancelJobGroup(group)
+        self._cancelled.discard(group)
 

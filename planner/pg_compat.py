@@ -1,0 +1,515 @@
+"""PostgreSQL catalog functions, operators and casts, rewritten for Spark.
+
+psql and the drivers read the catalog with PostgreSQL-only constructs:
+`pg_catalog.`-qualified function calls, `OPERATOR(pg_catalog.~)`,
+`COLLATE pg_catalog.default`, casts to `regclass`/`regtype`/`oid`, and
+functions such as `format_type`, `pg_get_userbyid` or `pg_table_is_visible`.
+`rewrite` turns them into plain SQL that Spark can run, before relation names
+are resolved (a `'t'::regclass` becomes a lookup in `pg_catalog.pg_class`).
+
+This module also holds the catalog facts the rewrites and the system
+relations (`server/system_catalog.py`) must agree on: the built-in types'
+`pg_type` rows and the OIDs of schemas and system relations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+# -- OIDs ----------------------------------------------------------------------------------
+
+DATABASE_OID = 16384
+SUPERUSER_OID = 10  # the role that owns everything, as PostgreSQL's bootstrap superuser
+NAMESPACES = {  # name → oid, in the order they are listed
+    "pg_catalog": 11,
+    "public": 2200,
+    "information_schema": 16385,
+    "mz_catalog": 16386,
+    "mz_internal": 16387,
+}
+SEARCH_PATH = ("pg_catalog", "public")  # what current_schemas(true) returns
+# System relations get OIDs in two ranges: the ones in a schema on the search
+# path (pg_catalog), and the rest, which pg_table_is_visible reports invisible.
+VISIBLE_SYSTEM_OIDS = 16400
+HIDDEN_SYSTEM_OIDS = 17000
+HIDDEN_SYSTEM_OIDS_END = 18000
+
+
+@dataclass(frozen=True)
+class TypeRow:
+    """One built-in type's `pg_type` facts."""
+
+    oid: int
+    typname: str
+    typlen: int
+    typbyval: bool
+    typtype: str
+    typcategory: str
+    typispreferred: bool
+    typelem: int
+    typarray: int
+    typinput: str
+    typoutput: str
+    typreceive: str
+    typsend: str
+    typalign: str
+    typstorage: str
+    typcollation: int
+    display: str  # format_type(oid, NULL)
+
+
+def _types() -> list[TypeRow]:
+    # oid, typname, typlen, byval, typtype, category, preferred, elem, array, io prefix,
+    # align, storage, collation, format_type name. Copied from PostgreSQL 15.
+    base = [
+        (16, "bool", 1, True, "b", "B", True, 0, 1000, "bool", "c", "p", 0, "boolean"),
+        (17, "bytea", -1, False, "b", "U", False, 0, 1001, "bytea", "i", "x", 0, "bytea"),
+        (18, "char", 1, True, "b", "Z", False, 0, 1002, "char", "c", "p", 0, '"char"'),
+        (19, "name", 64, False, "b", "S", False, 18, 1003, "name", "c", "p", 950, "name"),
+        (20, "int8", 8, True, "b", "N", False, 0, 1016, "int8", "d", "p", 0, "bigint"),
+        (21, "int2", 2, True, "b", "N", False, 0, 1005, "int2", "s", "p", 0, "smallint"),
+        (22, "int2vector", -1, False, "b", "A", False, 21, 1006, "int2vector", "i", "p", 0,
+         "int2vector"),
+        (23, "int4", 4, True, "b", "N", False, 0, 1007, "int4", "i", "p", 0, "integer"),
+        (24, "regproc", 4, True, "b", "N", False, 0, 1008, "regproc", "i", "p", 0, "regproc"),
+        (25, "text", -1, False, "b", "S", True, 0, 1009, "text", "i", "x", 100, "text"),
+        (26, "oid", 4, True, "b", "N", True, 0, 1028, "oid", "i", "p", 0, "oid"),
+        (28, "xid", 4, True, "b", "U", False, 0, 1011, "xid", "i", "p", 0, "xid"),
+        (30, "oidvector", -1, False, "b", "A", False, 26, 1013, "oidvector", "i", "p", 0,
+         "oidvector"),
+        (114, "json", -1, False, "b", "U", False, 0, 199, "json_", "i", "x", 0, "json"),
+        (194, "pg_node_tree", -1, False, "b", "Z", False, 0, 0, "pg_node_tree_", "i", "x", 100,
+         "pg_node_tree"),
+        (700, "float4", 4, True, "b", "N", False, 0, 1021, "float4", "i", "p", 0, "real"),
+        (701, "float8", 8, True, "b", "N", True, 0, 1022, "float8", "d", "p", 0,
+         "double precision"),
+        (705, "unknown", -2, False, "p", "X", False, 0, 0, "unknown", "c", "p", 0, "unknown"),
+        (1033, "aclitem", 12, False, "b", "U", False, 0, 1034, "aclitem", "i", "p", 0, "aclitem"),
+        (1042, "bpchar", -1, False, "b", "S", False, 0, 1014, "bpchar", "i", "x", 100, "character"),
+        (1043, "varchar", -1, False, "b", "S", False, 0, 1015, "varchar", "i", "x", 100,
+         "character varying"),
+        (1082, "date", 4, True, "b", "D", False, 0, 1182, "date_", "i", "p", 0, "date"),
+        (1083, "time", 8, True, "b", "D", False, 0, 1183, "time_", "d", "p", 0,
+         "time without time zone"),
+        (1114, "timestamp", 8, True, "b", "D", False, 0, 1115, "timestamp_", "d", "p", 0,
+         "timestamp without time zone"),
+        (1184, "timestamptz", 8, True, "b", "D", True, 0, 1185, "timestamptz_", "d", "p", 0,
+         "timestamp with time zone"),
+        (1186, "interval", 16, False, "b", "T", True, 0, 1187, "interval_", "d", "p", 0,
+         "interval"),
+        (1700, "numeric", -1, False, "b", "N", False, 0, 1231, "numeric_", "i", "m", 0, "numeric"),
+        (2205, "regclass", 4, True, "b", "N", False, 0, 2210, "regclass", "i", "p", 0, "regclass"),
+        (2206, "regtype", 4, True, "b", "N", False, 0, 2211, "regtype", "i", "p", 0, "regtype"),
+        (2249, "record", -1, False, "p", "P", False, 0, 2287, "record_", "d", "x", 0, "record"),
+        (2277, "anyarray", -1, False, "p", "P", False, 0, 0, "anyarray_", "d", "x", 0, "anyarray"),
+        (2278, "void", 4, True, "p", "P", False, 0, 0, "void_", "i", "p", 0, "void"),
+        (2950, "uuid", 16, False, "b", "U", False, 0, 2951, "uuid_", "c", "p", 0, "uuid"),
+        (3802, "jsonb", -1, False, "b", "U", False, 0, 3807, "jsonb_", "i", "x", 0, "jsonb"),
+    ]
+    rows: list[TypeRow] = []
+    for (oid, name, length, byval, kind, cat, pref, elem, arr, io, align, storage, coll,
+         display) in base:
+        rows.append(TypeRow(oid, name, length, byval, kind, cat, pref, elem, arr, f"{io}in",
+                            f"{io}out", f"{io}recv", f"{io}send", align, storage, coll, display))
+        if arr and name not in ("int2vector", "oidvector"):
+            rows.append(TypeRow(arr, f"_{name}", -1, False, "b", "A", False, oid, 0, "array_in",
+                                "array_out", "array_recv", "array_send",
+                                "d" if align == "d" else "i", "x", coll, f"{display}[]"))
+    return rows
+
+
+TYPES: list[TypeRow] = _types()
+TYPES_BY_OID = {t.oid: t for t in TYPES}
+
+
+def type_names() -> dict[str, int]:
+    """Every spelling of a type name that `'name'::regtype` accepts → its OID."""
+    from planner.types import _ALIASES
+
+    names: dict[str, int] = {}
+    for t in TYPES:
+        names[t.typname] = t.oid
+        names[t.display] = t.oid
+        if t.typelem and t.typtype == "b" and t.typcategory == "A":
+            elem = TYPES_BY_OID.get(t.typelem)
+            if elem is not None:
+                names[f"{elem.typname}[]"] = t.oid
+    by_display = {t.display: t.oid for t in TYPES}
+    for alias, canonical in _ALIASES.items():
+        oid = by_display.get(canonical)
+        if oid is not None and alias not in names:
+            names[alias] = oid
+            array = TYPES_BY_OID[oid].typarray
+            if array:
+                names[f"{alias}[]"] = array
+    names['"char"'] = 18
+    return names
+
+
+# -- text pre-processing ---------------------------------------------------------------------
+
+_OID_ARRAY = re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?oid\s*\[\s*\]", re.IGNORECASE)
+
+
+def preprocess(text: str) -> str:
+    """Spellings sqlglot cannot parse, made parseable (`::oid[]` → `::bigint[]`)."""
+    if "[" in text:
+        text = _OID_ARRAY.sub("::bigint[]", text)
+    return text
+
+
+# -- tree rewriting --------------------------------------------------------------------------
+
+def _parse(template: str, **args: exp.Expression) -> exp.Expression:
+    """A PostgreSQL expression with `__name` placeholders replaced by `args`."""
+    tree = sqlglot.parse_one(template, read="postgres")
+
+    def fill(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name.startswith("__"):
+            return args[node.name[2:]].copy()
+        return node
+
+    return tree.transform(fill)
+
+
+def _null_text() -> exp.Expression:
+    return exp.Cast(this=exp.Null(), to=exp.DataType.build("TEXT"))
+
+
+def _str(value: str) -> exp.Expression:
+    return exp.Literal.string(value)
+
+
+def format_type(oid: exp.Expression, typmod: exp.Expression | None) -> exp.Expression:
+    """`format_type(oid, typmod)`: the type's name as PostgreSQL prints it."""
+    typmod = typmod if typmod is not None else exp.Null()
+    ifs = []
+    # Types whose typmod shows in the name, and their arrays.
+    with_mod = {
+        1042: "CASE WHEN __m IS NULL THEN 'character' WHEN __m < 0 THEN 'bpchar' "
+              "ELSE 'character(' || CAST(__m - 4 AS TEXT) || ')' END",
+        1043: "CASE WHEN __m IS NULL OR __m < 0 THEN 'character varying' "
+              "ELSE 'character varying(' || CAST(__m - 4 AS TEXT) || ')' END",
+        1700: "CASE WHEN __m IS NULL OR __m < 4 THEN 'numeric' ELSE 'numeric(' || "
+              "CAST((__m - 4) >> 16 AS TEXT) || ',' || CAST((__m - 4) & 65535 AS TEXT) || ')' END",
+    }
+    for oid_value, zone in ((1083, "without"), (1114, "without"), (1184, "with")):
+        word = "time" if oid_value == 1083 else "timestamp"
+        with_mod[oid_value] = (f"CASE WHEN __m IS NULL OR __m < 0 THEN '{word} {zone} time zone' "
+                               f"ELSE '{word}(' || CAST(__m AS TEXT) || ') {zone} time zone' END")
+    for elem, template in with_mod.items():
+        array = TYPES_BY_OID[elem].typarray
+        text = _parse(template, m=typmod)
+        ifs.append(exp.If(this=_parse("__o = " + str(elem), o=oid), true=text))
+        ifs.append(exp.If(this=_parse("__o = " + str(array), o=oid),
+                          true=exp.DPipe(this=text.copy(), expression=_str("[]"))))
+    plain = exp.Case(this=oid.copy(), ifs=[
+        exp.If(this=exp.Literal.number(t.oid), true=_str(t.display))
+        for t in TYPES if t.oid not in with_mod and t.typelem not in with_mod
+    ], default=_str("???"))
+    ifs.insert(0, exp.If(this=exp.Is(this=oid.copy(), expression=exp.Null()), true=_null_text()))
+    return exp.Case(ifs=ifs, default=plain)
+
+
+def _type_oid_of_name(name: exp.Expression) -> exp.Expression:
+    """`'integer'::regtype` for a text value: the OID of the type it names, else NULL."""
+    key = exp.Lower(this=exp.Trim(this=name.copy()))
+    ifs = []
+    for spelled, oid in sorted(type_names().items()):
+        for prefix in ("", "pg_catalog."):
+            ifs.append(exp.If(this=_str(prefix + spelled), true=exp.Literal.number(oid)))
+    return exp.Case(this=key, ifs=ifs, default=exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT")))
+
+
+def _namespace_name(oid: exp.Expression) -> exp.Expression:
+    return exp.Case(this=oid.copy(), ifs=[
+        exp.If(this=exp.Literal.number(v), true=_str(k)) for k, v in NAMESPACES.items()
+    ], default=exp.Cast(this=oid.copy(), to=exp.DataType.build("TEXT")))
+
+
+def _namespace_oid(name: exp.Expression) -> exp.Expression:
+    return exp.Case(this=name.copy(), ifs=[
+        exp.If(this=_str(k), true=exp.Literal.number(v)) for k, v in NAMESPACES.items()
+    ], default=exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT")))
+
+
+def _relation_oid(name: exp.Expression) -> exp.Expression:
+    """`'t'::regclass`: the OID of the relation named, found in pg_class."""
+    relname: exp.Expression = name.copy()
+    schema: exp.Expression | None = None
+    if isinstance(name, exp.Literal) and name.is_string:
+        parts = [p.strip('"') for p in name.this.split(".")]
+        relname = _str(parts[-1] if parts[-1] != name.this else parts[-1])
+        if len(parts) > 1:
+            schema = _str(parts[-2])
+    query = exp.select("c.oid").from_("pg_catalog.pg_class AS c").where(
+        exp.EQ(this=exp.column("relname", "c"), expression=relname))
+    if schema is not None:
+        query = query.join("pg_catalog.pg_namespace AS n", on="n.oid = c.relnamespace").where(
+            exp.EQ(this=exp.column("nspname", "n"), expression=schema))
+    query = query.select(exp.Max(this=exp.column("oid", "c")), append=False)
+    return exp.Subquery(this=query)
+
+
+def _is_text(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Literal):
+        return node.is_string
+    if isinstance(node, exp.Parameter):
+        return True
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(*exp.DataType.TEXT_TYPES)
+    return False
+
+
+def _type_key(dt: exp.Expression) -> str | None:
+    """The PostgreSQL name of a cast target that needs rewriting, lower case."""
+    if isinstance(dt, exp.ObjectIdentifier):
+        return dt.name.lower()
+    if isinstance(dt, exp.DataType):
+        if dt.this == exp.DataType.Type.USERDEFINED:
+            kind = dt.args.get("kind")
+            if isinstance(kind, exp.Dot):
+                kind = kind.expression
+            if isinstance(kind, exp.Identifier):
+                return kind.name.lower()
+            return None
+        if dt.this == exp.DataType.Type.NAME:
+            return "name"
+    return None
+
+
+_PLAIN_TYPES = {
+    "oid": "BIGINT", "xid": "BIGINT", "name": "TEXT", "char": "TEXT", "aclitem": "TEXT",
+    "pg_node_tree": "TEXT", "int2vector": "TEXT", "oidvector": "TEXT", "regrole": "TEXT",
+    "int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "REAL", "float8": "DOUBLE",
+    "bool": "BOOLEAN", "text": "TEXT", "varchar": "VARCHAR", "bpchar": "TEXT",
+    "numeric": "DECIMAL(38, 10)", "timestamptz": "TIMESTAMPTZ", "timestamp": "TIMESTAMP",
+    "date": "DATE", "bytea": "BYTEA", "jsonb": "TEXT", "json": "TEXT", "uuid": "TEXT",
+}
+
+
+def _rewrite_datatype(dt: exp.Expression) -> exp.Expression:
+    """A cast target without PostgreSQL-only type names (for arrays, element-wise)."""
+    if isinstance(dt, exp.DataType) and dt.this == exp.DataType.Type.ARRAY and dt.expressions:
+        inner = _rewrite_datatype(dt.expressions[0])
+        return exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[inner], nested=True)
+    key = _type_key(dt)
+    if key is None:
+        return dt
+    if key in _PLAIN_TYPES:
+        return exp.DataType.build(_PLAIN_TYPES[key], dialect="postgres")
+    if key.startswith("reg"):
+        return exp.DataType.build("BIGINT")
+    return dt
+
+
+def _cast(node: exp.Cast) -> exp.Expression:
+    key = _type_key(node.to)
+    value = node.this
+    if key == "regclass":
+        if _is_text(value):
+            return _relation_oid(value)
+        return exp.Cast(this=value, to=exp.DataType.build("TEXT"))
+    if key == "regtype":
+        return _type_oid_of_name(value) if _is_text(value) else format_type(value, None)
+    if key == "regnamespace":
+        return _namespace_oid(value) if _is_text(value) else _namespace_name(value)
+    if key in ("regproc", "regprocedure"):
+        if isinstance(value, exp.Literal) and value.is_string:
+            return _str(value.this.split(".")[-1])
+        return exp.Cast(this=value, to=exp.DataType.build("TEXT"))
+    to = _rewrite_datatype(node.to)
+    if to is not node.to:
+        return exp.Cast(this=value, to=to)
+    return node
+
+
+def _array_subquery(node: exp.Array) -> exp.Expression:
+    """`ARRAY(SELECT x FROM ...)` → `(SELECT collect_list(x) FROM ...)`."""
+    select = node.expressions[0]
+    if isinstance(select, exp.Subquery):
+        select = select.this
+    select = select.copy()
+    order = select.args.get("order")
+    select.set("order", None)
+    column = select.expressions[0]
+    if isinstance(column, exp.Alias):
+        column = column.this
+    agg: exp.Expression = exp.Anonymous(this="collect_list", expressions=[column])
+    if order is not None:
+        agg = exp.Anonymous(this="array_sort", expressions=[agg])
+    select.set("expressions", [agg])
+    return exp.Subquery(this=select)
+
+
+_REGEX_OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
+    "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
+    "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
+    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
+    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "~~": lambda a, b: exp.Like(this=a, expression=b),
+    "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
+    "=": lambda a, b: exp.EQ(this=a, expression=b),
+    "<>": lambda a, b: exp.NEQ(this=a, expression=b),
+    "<": lambda a, b: exp.LT(this=a, expression=b),
+    ">": lambda a, b: exp.GT(this=a, expression=b),
+    "<=": lambda a, b: exp.LTE(this=a, expression=b),
+    ">=": lambda a, b: exp.GTE(this=a, expression=b),
+}
+
+
+def _operator(node: exp.Operator) -> exp.Expression:
+    op = str(node.args.get("operator") or "").replace(" ", "")
+    op = op.split(".", 1)[1] if op.lower().startswith("pg_catalog.") else op
+    make = _REGEX_OPERATORS.get(op)
+    return make(node.this, node.expression) if make is not None else node
+
+
+def _size_pretty(size: exp.Expression) -> exp.Expression:
+    return _parse(
+        "CASE WHEN __s IS NULL THEN NULL "
+        "WHEN abs(__s) < 10240 THEN CAST(__s AS TEXT) || ' bytes' "
+        "WHEN abs(__s) < 10485760 THEN CAST(CAST(round(__s / 1024.0) AS BIGINT) AS TEXT) || ' kB' "
+        "WHEN abs(__s) < 10737418240 THEN CAST(CAST(round(__s / 1048576.0) AS BIGINT) AS TEXT) || ' MB' "
+        "ELSE CAST(CAST(round(__s / 1073741824.0) AS BIGINT) AS TEXT) || ' GB' END", s=size)
+
+
+def _strict(args: list[exp.Expression], value: exp.Expression) -> exp.Expression:
+    """`value`, or NULL when the first argument is NULL (a strict function)."""
+    if not args:
+        return value
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=args[0].copy(), expression=exp.Null()),
+                                true=exp.Cast(this=exp.Null(), to=exp.DataType.build("TEXT")))],
+                    default=value)
+
+
+def _schemas(include_implicit: exp.Expression) -> exp.Expression:
+    with_pg = exp.Array(expressions=[_str(s) for s in SEARCH_PATH])
+    without = exp.Array(expressions=[_str(s) for s in SEARCH_PATH if s != "pg_catalog"])
+    if isinstance(include_implicit, exp.Boolean):
+        return with_pg if include_implicit.this else without
+    return exp.If(this=include_implicit, true=with_pg, false=without)
+
+
+_TRUE = {"pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible",
+         "pg_opclass_is_visible", "pg_operator_is_visible", "pg_collation_is_visible",
+         "has_table_privilege", "has_schema_privilege", "has_database_privilege",
+         "has_column_privilege", "has_any_column_privilege", "has_function_privilege",
+         "has_sequence_privilege", "has_type_privilege", "pg_has_role"}
+_FALSE = {"pg_relation_is_publishable", "pg_is_in_recovery", "pg_is_other_temp_schema"}
+_NULL_TEXT = {"obj_description", "col_description", "shobj_description", "pg_get_indexdef",
+              "pg_get_constraintdef", "pg_get_viewdef", "pg_get_triggerdef", "pg_get_ruledef",
+              "pg_get_statisticsobjdef_columns", "pg_get_function_result",
+              "pg_get_function_arguments", "pg_get_function_identity_arguments",
+              "pg_get_partkeydef", "pg_get_serial_sequence", "pg_get_functiondef",
+              "pg_get_statisticsobjdef", "pg_tablespace_location"}
+_ZERO = {"pg_total_relation_size", "pg_table_size", "pg_relation_size", "pg_indexes_size",
+         "pg_database_size", "pg_tablespace_size"}
+
+
+def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
+    """The Spark-ready replacement of a PostgreSQL catalog function call, if it is one."""
+    if name == "pg_table_is_visible" and args:
+        # Relations of schemas outside the search path (mz_internal, ...) are not visible.
+        return _parse(f"NOT (__o >= {HIDDEN_SYSTEM_OIDS} AND __o < {HIDDEN_SYSTEM_OIDS_END})",
+                      o=args[0])
+    if name in _TRUE:
+        return exp.true()
+    if name in _FALSE:
+        return exp.false()
+    if name in _NULL_TEXT:
+        return _null_text()
+    if name in _ZERO:
+        return exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("BIGINT"))
+    if name == "pg_get_userbyid":
+        return _strict(args, _str("materialize"))
+    if name == "pg_encoding_to_char":
+        return _strict(args, _str("UTF8"))
+    if name == "pg_char_to_encoding":
+        return exp.Literal.number(6)
+    if name == "format_type" and args:
+        return format_type(args[0], args[1] if len(args) > 1 else None)
+    if name == "pg_get_expr" and args:
+        return exp.Cast(this=args[0], to=exp.DataType.build("TEXT"))
+    if name == "pg_size_pretty" and args:
+        return _size_pretty(args[0])
+    if name == "array_to_string" and len(args) >= 2:
+        return exp.ArrayToString(this=args[0], expression=args[1])
+    if name in ("array_upper", "array_length", "cardinality") and args:
+        return exp.ArraySize(this=args[0])
+    if name == "array_lower" and args:
+        return exp.If(this=exp.GT(this=exp.ArraySize(this=args[0]), expression=exp.Literal.number(0)),
+                      true=exp.Literal.number(1), false=exp.Null())
+    if name == "current_schemas" and args:
+        return _schemas(args[0])
+    if name in ("to_regtype",) and args:
+        return _type_oid_of_name(args[0])
+    if name in ("to_regclass",) and args:
+        return _relation_oid(args[0])
+    if name == "to_regnamespace" and args:
+        return _namespace_oid(args[0])
+    if name == "quote_ident" and args:
+        return args[0]
+    if name == "pg_postmaster_start_time":
+        return exp.CurrentTimestamp()
+    return None
+
+
+def _func_name(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    if isinstance(node, exp.CurrentSchemas):
+        return "current_schemas"
+    if isinstance(node, exp.ArrayToString):
+        return "array_to_string"
+    if isinstance(node, exp.ArraySize):
+        return None
+    return None
+
+
+def _args(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Anonymous):
+        return list(node.expressions)
+    return [a for a in (node.args.get("this"), node.args.get("expression")) if a is not None]
+
+
+def rewrite(tree: exp.Expression) -> exp.Expression:
+    """Rewrite the PostgreSQL catalog constructs in a query, innermost first."""
+    for key, value in list(tree.args.items()):
+        if isinstance(value, exp.Expression):
+            new = rewrite(value)
+            if new is not value:
+                tree.set(key, new)
+        elif isinstance(value, list) and any(isinstance(v, exp.Expression) for v in value):
+            tree.set(key, [rewrite(v) if isinstance(v, exp.Expression) else v for v in value])
+    return _swap(tree)
+
+
+def _swap(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
+            and node.this.name.lower() == "pg_catalog" and not isinstance(node.expression, exp.Identifier):
+        node = node.expression  # pg_catalog.f(...) is f(...)
+    if isinstance(node, exp.Operator):
+        return _operator(node)
+    if isinstance(node, exp.Collate):
+        return node.this
+    if isinstance(node, exp.Cast):
+        return _cast(node)
+    if isinstance(node, exp.Array) and len(node.expressions) == 1 \
+            and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
+        return _array_subquery(node)
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 \
+            and not isinstance(node.expressions[0], exp.Literal):
+        # PostgreSQL arrays count from 1, and a subscript out of range is NULL.
+        return exp.Anonymous(this="try_element_at", expressions=[node.this, node.expressions[0]])
+    name = _func_name(node)
+    if name is not None:
+        replacement = _function(name, _args(node))
+        if replacement is not None:
+            return replacement
+    return node
