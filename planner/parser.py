@@ -15,6 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from planner import pg_compat
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.lexer import Scanner, split_statements
@@ -100,7 +101,7 @@ _QUERY_TYPES = (exp.Query, exp.Values)
 
 def _query(text: str) -> st.Statement:
     body, as_of = _split_as_of(text)
-    tree = _sqlglot(body)
+    tree = _sqlglot(pg_compat.preprocess(body))
     if not isinstance(tree, _QUERY_TYPES):
         raise SqlError(SYNTAX_ERROR, "syntax error: expected a query")
     return st.Query(tree, as_of)

@@ -244,7 +244,7 @@ def _relation_oid(name: exp.Expression) -> exp.Expression:
     schema: exp.Expression | None = None
     if isinstance(name, exp.Literal) and name.is_string:
         parts = [p.strip('"') for p in name.this.split(".")]
-        relname = _str(parts[-1] if parts[-1] != name.this else parts[-1])
+        relname = _str(parts[-1])
         if len(parts) > 1:
             schema = _str(parts[-2])
     query = exp.select("c.oid").from_("pg_catalog.pg_class AS c").where(
@@ -345,6 +345,18 @@ def _array_subquery(node: exp.Array) -> exp.Expression:
         agg = exp.Anonymous(this="array_sort", expressions=[agg])
     select.set("expressions", [agg])
     return exp.Subquery(this=select)
+
+
+_ARRAY_TEXT = re.compile(r"^\{[^{}]*\}$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+
+
+def _array_literal(text: str) -> exp.Expression:
+    """An array in PostgreSQL's text form (`'{0}'`, compared with an array column) as an ARRAY."""
+    items = [i.strip().strip('"') for i in text[1:-1].split(",")] if text[1:-1].strip() else []
+    if items and all(_NUMBER.match(i) for i in items):
+        return exp.Array(expressions=[exp.Literal.number(i) for i in items])
+    return exp.Array(expressions=[_str(i) for i in items])
 
 
 _REGEX_OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
@@ -496,6 +508,22 @@ def _swap(node: exp.Expression) -> exp.Expression:
         node = node.expression  # pg_catalog.f(...) is f(...)
     if isinstance(node, exp.Operator):
         return _operator(node)
+    if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier) \
+            and node.args.get("db") is not None and node.args["db"].name.lower() == "pg_catalog":
+        node.set("db", None)  # FROM pg_catalog.unnest(...)
+        if isinstance(node.this, exp.Explode):
+            node = exp.Unnest(expressions=[node.this.this], alias=node.args.get("alias"))
+    if isinstance(node, exp.Unnest):
+        alias = node.args.get("alias")
+        if alias is not None and alias.name and not alias.args.get("columns") \
+                and len(node.expressions) == 1:
+            # FROM unnest(a) x: PostgreSQL names the column x too.
+            alias.set("columns", [exp.to_identifier(alias.name)])
+    if isinstance(node, (exp.EQ, exp.NEQ)):
+        for side in ("this", "expression"):
+            value = node.args.get(side)
+            if isinstance(value, exp.Literal) and value.is_string and _ARRAY_TEXT.match(value.this):
+                node.set(side, _array_literal(value.this))
     if isinstance(node, exp.Collate):
         return node.this
     if isinstance(node, exp.Cast):

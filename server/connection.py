@@ -127,6 +127,7 @@ class Connection:
                     return
                 self._work = asyncio.current_task()
                 await self._dispatch(msg)
+                self._work = None  # idle again: a disconnect now is no mid-statement one
         except asyncio.CancelledError:
             log.info("client went away mid-statement", extra={"event": "client_gone", "pid": self.pid})
         except (ConnectionError, BrokenPipeError):
@@ -301,6 +302,7 @@ class Connection:
                 self.send(m.empty_query_response())
         if implicit:
             await session.end_implicit(success=True)
+        self._drop_portals_outside_transaction()
         self.send(m.ready_for_query(session.status))
 
     async def _send_copy(self, outcome: Outcome) -> None:
@@ -488,8 +490,16 @@ class Connection:
         _close_portal(self.portals.pop("", None))
         if self.session.txn is not None and not self.session.txn.explicit:
             await self.session.end_implicit(success=True)
+        self._drop_portals_outside_transaction()
         self.send(m.ready_for_query(self.session.status))
         await self.flush()
+
+    def _drop_portals_outside_transaction(self) -> None:
+        """Portals end with their transaction, as in PostgreSQL (and their results are freed)."""
+        if self.session.txn is None and self.portals:
+            for portal in self.portals.values():
+                _close_portal(portal)
+            self.portals.clear()
 
     async def _flush(self, msg: m.Flush) -> None:
         await self.flush()

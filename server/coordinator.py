@@ -24,6 +24,7 @@ from sqlglot import exp
 from planner.errors import SqlError
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
+from server import system_catalog
 from server.catalog import Catalog, Item
 from spark_backend.engine import SparkEngine
 from spark_backend.reads import consolidated_arrow, rows_df
@@ -141,31 +142,54 @@ class Coordinator:
         return ts
 
     # -- reads ------------------------------------------------------------------
-    def resolver(self, views: dict[str, tuple[str, Item]]) -> Resolver:
-        """Resolve names against the catalog, noting each table read in `views`."""
+    def resolver(self, views: dict[str, tuple[str, Item]], ctx: SessionContext | None = None) -> Resolver:
+        """Resolve names against the catalog, noting each table read in `views`.
+
+        System relations (pg_catalog, information_schema, mz_internal) are computed
+        now, from the live catalog, and noted as `system:<schema>.<name>`.
+        """
         qid = next(self._query_ids)
 
         def resolve(name: str):
+            system = system_catalog.find(name)
+            if system is not None:
+                return self._system_source(system, views, qid, ctx)
+            if "." in name:
+                return None
             item = self.catalog.get(name)
             if item is None:
                 return None
             if item.kind in ("view", "source"):
                 from planner.parser import parse_one
 
-                text = item.sql if item.kind == "view" else source_progress_sql(item)
+                text = item.sql if item.kind == "view" else source_progress_sql(item, self.catalog)
                 return ViewSource(parse_one(text).statement.ast)
             if item.kind != "table":
                 raise SqlError("42809", f'"{name}" is a {item.kind}, not a relation')
+            from server.kafka import check_errors
+
+            check_errors(item)
             spark_name = f"__sw_{qid}_{name if _SIMPLE_NAME.match(name) else item.id}"
             views[item.id] = (spark_name, item)
             return TableSource(spark_name, {c.name: c.type.spark for c in item.columns})
 
         return resolve
 
+    def _system_source(self, rel: system_catalog.Relation, views: dict, qid: int,
+                       ctx: SessionContext | None) -> TableSource:
+        key = f"system:{rel.qualified}"
+        if key not in views:
+            snapshot = system_catalog.Snapshot(
+                self.catalog.sorted_items(), [s for s in self.listeners if hasattr(s, "rows_sent")],
+                dict(self.catalog.system), ctx.user if ctx is not None else system_catalog.OWNER)
+            views[key] = (f"__sw_{qid}_{rel.schema}_{rel.name}", system_catalog.build(rel, snapshot))
+        spark_name, table = views[key]
+        return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)})
+
     def plan_query(self, ast: exp.Expression, ctx: SessionContext,
                    params: dict[int, exp.Expression] | None = None) -> tuple[str, dict[str, tuple[str, Item]]]:
         views: dict[str, tuple[str, Item]] = {}
-        tree = resolve_tree(ast, self.resolver(views), ctx, params)
+        tree = resolve_tree(ast, self.resolver(views, ctx), ctx, params)
         return tree.sql("spark"), views
 
     async def query(self, spark_sql: str, views: dict[str, tuple[str, Item]], as_of: int,
@@ -179,9 +203,12 @@ class Coordinator:
         registered = []
         try:
             for item_id, (spark_name, item) in views.items():
-                extra = overlay.updates.get(item_id) if overlay else None
-                df = rows_df(spark, self.store, item_id, item.column_names, item.column_types,
-                             as_of, extra)
+                if isinstance(item, system_catalog.SystemTable):
+                    df = system_catalog.dataframe(spark, item)
+                else:
+                    extra = overlay.updates.get(item_id) if overlay else None
+                    df = rows_df(spark, self.store, item_id, item.column_names, item.column_types,
+                                 as_of, extra)
                 df.createOrReplaceTempView(spark_name)
                 registered.append(spark_name)
             df = spark.sql(spark_sql)
@@ -229,9 +256,20 @@ class Coordinator:
             self._compacting = False
 
 
-def source_progress_sql(source: Item) -> str:
-    """`SELECT * FROM <source>`: the upstream position its tables are ingested up to."""
-    return f"SELECT CAST({int(source.details.get('lsn', 0))} AS NUMERIC(20,0)) AS lsn"
+def source_progress_sql(source: Item, catalog: Catalog | None = None) -> str:
+    """`SELECT * FROM <source>`: how far upstream its tables are ingested (LSN, or
+    the next offset per Kafka partition)."""
+    if source.details.get("connector") != "kafka":
+        return f"SELECT CAST({int(source.details.get('lsn', 0))} AS NUMERIC(20,0)) AS lsn"
+    offsets: dict[int, int] = {}
+    for item in (catalog.items.values() if catalog else []):
+        if item.kind == "table" and item.source_id == source.id:
+            for p, o in item.details["source"].get("offsets", {}).items():
+                offsets[int(p)] = max(offsets.get(int(p), 0), o)
+    if not offsets:
+        return "SELECT CAST(NULL AS INT) AS partition, CAST(NULL AS BIGINT) AS `offset` WHERE false"
+    rows = ", ".join(f"({p}, {o})" for p, o in sorted(offsets.items()))
+    return f'SELECT * FROM (VALUES {rows}) AS progress(partition, "offset")'
 
 
 def _stamp(updates: pa.Table, ts: int) -> pa.Table:

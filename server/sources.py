@@ -31,7 +31,7 @@ from planner.errors import (
     SqlError,
 )
 from planner.types import SqlType
-from server import writes
+from server import kafka, writes
 from server.catalog import Column, Item
 from server.values import decode_text
 from spark_backend import pgoutput
@@ -295,13 +295,51 @@ class SourceManager:
     def __init__(self, coord) -> None:
         self.coord = coord
         self.runners: dict[str, PostgresSourceRunner] = {}
+        self.kafka_runners: dict[str, kafka.KafkaTableRunner] = {}  # by table id
         self.loop: asyncio.AbstractEventLoop | None = None
         self.rows_ingested = 0
 
     def start_all(self) -> None:
         self.loop = asyncio.get_running_loop()
         for item in self.coord.catalog.sorted_items("source"):
-            self._start(item)
+            if item.details.get("connector") == "postgres":
+                self._start(item)
+        for table in self.coord.catalog.sorted_items("table"):
+            source = self.coord.catalog.items.get(table.source_id or "")
+            if source is not None and source.details.get("connector") == "kafka":
+                self.start_kafka_table(table)
+
+    # -- Kafka ---------------------------------------------------------------------
+    def kafka_config(self, connection: Item) -> dict:
+        opts = connection.details["options"]
+        config: dict[str, object] = {"bootstrap.servers": opts.get("broker") or opts.get("brokers")}
+        names = {"security protocol": "security.protocol", "sasl mechanisms": "sasl.mechanisms",
+                 "sasl username": "sasl.username", "ssl certificate authority": "ssl.ca.location"}
+        for option, key in names.items():
+            if option in opts:
+                config[key] = opts[option]
+        if "sasl password" in opts:
+            config["sasl.password"] = self.coord.catalog.items[opts["sasl password"]].details["value"]
+        return config
+
+    async def check_kafka(self, connection: Item) -> None:
+        await kafka.check_kafka(self, connection)
+
+    async def create_kafka_source(self, session, stmt, connection: Item):
+        return await kafka.create_kafka_source(self, session, stmt, connection)
+
+    async def create_kafka_table(self, session, stmt, source: Item):
+        return await kafka.create_kafka_table(self, session, stmt, source)
+
+    def start_kafka_table(self, table: Item) -> None:
+        runner = kafka.KafkaTableRunner(self, table)
+        self.kafka_runners[table.id] = runner
+        runner.start()
+
+    async def forget_dropped(self) -> None:
+        """Stop the runners of tables that no longer exist."""
+        for table_id in [t for t in self.kafka_runners if t not in self.coord.catalog.items]:
+            await self.kafka_runners.pop(table_id).stop()
 
     def _start(self, item: Item) -> PostgresSourceRunner:
         runner = PostgresSourceRunner(self, item)
@@ -310,7 +348,7 @@ class SourceManager:
         return runner
 
     async def stop_all(self) -> None:
-        for runner in list(self.runners.values()):
+        for runner in [*self.runners.values(), *self.kafka_runners.values()]:
             await runner.stop()
 
     def params_for(self, connection: Item) -> pg.Params:
@@ -329,6 +367,15 @@ class SourceManager:
         """(name, type, status, error) for every source and every table fed by one."""
         out = []
         for item in self.coord.catalog.sorted_items("source"):
+            if item.details.get("connector") == "kafka":
+                tables = [t for t in self.coord.catalog.sorted_items("table") if t.source_id == item.id]
+                runners = [self.kafka_runners.get(t.id) for t in tables]
+                stalled = [r for r in runners if r is not None and r.status == "stalled"]
+                out.append((item.name, "kafka", "stalled" if stalled else "running",
+                            stalled[0].error if stalled else None))
+                for t, r in zip(tables, runners):
+                    out.append((t.name, "table", r.status if r else "stopped", r.error if r else None))
+                continue
             runner = self.runners.get(item.id)
             status = runner.status if runner else SourceStatus("stopped")
             out.append((item.name, "postgres", status.status, status.error))
@@ -535,6 +582,7 @@ async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
                 await asyncio.to_thread(pg.drop_slot, manager.params_for(connection), source.details["slot"])
     for runner in manager.runners.values():
         runner._load_bindings()
+    await manager.forget_dropped()
     return Outcome(f"DROP {stmt.object_type}", notices=notices)
 
 

@@ -42,11 +42,19 @@ def _table_not_found(p: dict) -> tuple[str, str]:
 
 
 def _routine(p: dict) -> tuple[str, str]:
-    return "42883", f"function {_param(p, 'routineName')} does not exist"
+    # sqlglot writes unknown functions upper case; PostgreSQL folds names to lower.
+    return "42883", f"function {_param(p, 'routineName').lower()} does not exist"
+
+
+# Spark's type names in cast errors, as PostgreSQL spells the type.
+_PG_TYPE_NAMES = {"int": "integer", "tinyint": "smallint", "float": "real", "double": "double precision",
+                  "decimal": "numeric", "string": "text", "timestamp": "timestamp with time zone",
+                  "timestamp_ntz": "timestamp without time zone", "binary": "bytea"}
 
 
 def _cast_invalid(p: dict) -> tuple[str, str]:
     target = _param(p, "targetType").lower()
+    target = _PG_TYPE_NAMES.get(target.split("(")[0], target)
     return "22P02", f'invalid input syntax for type {target}: "{_param(p, "expression").strip(chr(39))}"'
 
 

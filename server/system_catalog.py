@@ -1,0 +1,544 @@
+"""System relations: pg_catalog, information_schema and mz_internal, from the live catalog.
+
+Each relation is a name, its columns and a function that computes its rows
+from a `Snapshot` of the server (the catalog, the running subscriptions, the
+reading session's user). A query that reads one gets the rows as they are
+when it is planned: the coordinator's resolver calls `resolve`, and the query
+hands the resulting `SystemTable` to Spark as a temp view (`dataframe`).
+
+Column types follow PostgreSQL 15; types we have no codec for are shown as
+text (aclitem, pg_node_tree, regproc, int2vector, oidvector).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from planner import pg_compat
+from planner.pg_compat import NAMESPACES, SUPERUSER_OID, TYPES
+from planner.types import BY_NAME, SqlType, lookup
+from spark_backend.schema import arrow_type, pg_metadata, physical
+
+OWNER = "materialize"
+DATABASE = "materialize"
+
+_KINDS = {"table": "r", "view": "v", "materialized view": "m", "materialized_view": "m",
+          "source": "r", "index": "i"}
+_SPECIAL_TYPES = {
+    "oid": "oid", "xid": "oid", "name": "name", '"char"': "char", "aclitem": "text",
+    "pg_node_tree": "text", "regproc": "text", "int2vector": "text", "oidvector": "text",
+    "anyarray": "text", "int2": "smallint", "int4": "integer", "int8": "bigint",
+    "float4": "real", "bool": "boolean", "timestamptz": "timestamp with time zone",
+}
+
+
+def _column_type(spec: str) -> SqlType:
+    spec = spec.strip()
+    is_array = spec.endswith("[]")
+    base = spec[:-2] if is_array else spec
+    name = _SPECIAL_TYPES.get(base, base)
+    pg = BY_NAME.get(name) or lookup(name)
+    if pg is None:
+        raise ValueError(f"unknown system column type {spec!r}")
+    if is_array and base in ("aclitem", "regproc"):
+        return SqlType(BY_NAME["text"], -1, True)
+    return SqlType(pg, -1, is_array)
+
+
+def _columns(spec: str) -> tuple[tuple[str, SqlType], ...]:
+    out = []
+    for part in spec.split(","):
+        name, type_spec = part.strip().split(" ", 1)
+        out.append((name, _column_type(type_spec)))
+    return tuple(out)
+
+
+@dataclass
+class Snapshot:
+    """What system relations are computed from, taken when a query is planned."""
+
+    items: list  # server.catalog.Item, sorted by name
+    subscriptions: list  # server.subscribe.Subscription
+    system_settings: dict[str, str]
+    user: str = OWNER
+
+
+@dataclass(frozen=True)
+class Relation:
+    schema: str
+    name: str
+    columns: tuple[tuple[str, SqlType], ...]
+    rows: Callable[[Snapshot], Iterable[tuple]] | None = None  # None: always empty
+    kind: str = "r"  # relkind in pg_class: r (table) or v (view)
+    oid: int = 0
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+@dataclass
+class SystemTable:
+    """One system relation's rows for one query, ready for Spark."""
+
+    relation: Relation
+    table: pa.Table  # columns c0, c1, ... (storage names)
+    column_names: list[str] = field(default_factory=list)
+    column_types: list[SqlType] = field(default_factory=list)
+
+
+# -- rows -------------------------------------------------------------------------------------
+
+def _kind(item) -> str:
+    return _KINDS.get(item.kind, "r")
+
+
+def _pg_class(snap: Snapshot):
+    for rel in RELATIONS:
+        yield _class_row(rel.oid, rel.name, NAMESPACES[rel.schema], rel.kind, len(rel.columns))
+    for item in snap.items:
+        yield _class_row(item.oid, item.name, NAMESPACES["public"], _kind(item), len(item.columns))
+
+
+def _class_row(oid: int, name: str, namespace: int, kind: str, natts: int) -> tuple:
+    return (oid, name, namespace, 0, 0, SUPERUSER_OID, 2 if kind in ("r", "m") else 0, oid, 0,
+            0, -1.0, 0, 0, False, False, "p", kind, natts, 0, False, False, False, False, False,
+            True, "d", False, 0, 0, 0, None, None, None)
+
+
+def _namespace_rows(snap: Snapshot):
+    for name, oid in NAMESPACES.items():
+        yield oid, name, SUPERUSER_OID, None
+
+
+def _all_columns(snap: Snapshot):
+    """(relation oid, schema, relation name, kind, attnum, column name, type, not null, default)."""
+    for rel in RELATIONS:
+        for i, (name, t) in enumerate(rel.columns, start=1):
+            yield rel.oid, rel.schema, rel.name, rel.kind, i, name, t, False, None
+    for item in snap.items:
+        for i, col in enumerate(item.columns, start=1):
+            yield (item.oid, "public", item.name, _kind(item), i, col.name, col.type, col.not_null,
+                   col.default)
+
+
+def _pg_attribute(snap: Snapshot):
+    for relid, _schema, _rel, _kind_, num, name, t, not_null, default in _all_columns(snap):
+        row = pg_compat.TYPES_BY_OID.get(t.oid)
+        yield (relid, name, t.oid, -1, row.typlen if row else -1, num, 1 if t.is_array else 0, -1,
+               t.typmod, bool(row and row.typbyval), row.typalign if row else "i",
+               row.typstorage if row else "x", "", not_null, default is not None, False, "", "",
+               False, True, 0, row.typcollation if row else 0, None, None, None, None)
+
+
+def _pg_attrdef(snap: Snapshot):
+    for relid, _schema, _rel, _kind_, num, _name, t, _nn, default in _all_columns(snap):
+        if default is not None:
+            yield relid * 1000 + num, relid, num, default_expr(default, t)
+
+
+def default_expr(default: str, t: SqlType) -> str:
+    """A column default as `pg_get_expr` prints it: literals carry their type, as in PostgreSQL."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(default, read="postgres")
+    except Exception:  # noqa: BLE001 - shown as stored
+        return default
+    display = t.base.name if t.base.name != "character" else "bpchar"
+    if isinstance(tree, exp.Literal) and tree.is_string:
+        return f"{tree.sql('postgres')}::{display}{'[]' if t.is_array else ''}"
+    if isinstance(tree, exp.Neg) and isinstance(tree.this, exp.Literal):
+        literal_type = "numeric" if "." in tree.this.this else ("integer" if t.base.name in (
+            "smallint", "integer") else t.base.name)
+        return f"'-{tree.this.this}'::{literal_type}"
+    return tree.sql("postgres")
+
+
+def _pg_type(snap: Snapshot):
+    for t in TYPES:
+        yield (t.oid, t.typname, NAMESPACES["pg_catalog"], SUPERUSER_OID, t.typlen, t.typbyval,
+               t.typtype, t.typcategory, t.typispreferred, True, ",", 0,
+               "array_subscript_handler" if t.typcategory == "A" else "-", t.typelem, t.typarray,
+               t.typinput, t.typoutput, t.typreceive, t.typsend, "-", "-", "-", t.typalign,
+               t.typstorage, False, 0, -1, 0, t.typcollation, None, None, None)
+
+
+def _pg_database(snap: Snapshot):
+    yield (pg_compat.DATABASE_OID, DATABASE, SUPERUSER_OID, 6, "c", False, True, -1, 0, 0, 1663,
+           "C.UTF-8", "C.UTF-8", None, None, None)
+
+
+def _roles(snap: Snapshot) -> list[tuple[int, str]]:
+    names = [OWNER] + ([snap.user] if snap.user != OWNER else [])
+    return [(SUPERUSER_OID if n == OWNER else 16390 + i, n) for i, n in enumerate(names)]
+
+
+def _pg_roles(snap: Snapshot):
+    for oid, name in _roles(snap):
+        yield name, True, True, True, True, True, False, -1, "********", None, False, None, oid
+
+
+def _pg_authid(snap: Snapshot):
+    for oid, name in _roles(snap):
+        yield oid, name, True, True, True, True, True, False, False, -1, None, None
+
+
+def _pg_user(snap: Snapshot):
+    for oid, name in _roles(snap):
+        yield name, oid, True, True, False, False, "********", None, None
+
+
+def _pg_settings(snap: Snapshot):
+    from server.settings import SYSTEM_VARIABLES, VARIABLES
+
+    for var in sorted(VARIABLES.values(), key=lambda v: v.name):
+        context = "internal" if var.read_only else "user"
+        yield (var.name, var.default, None, "Client Connection Defaults", var.description, None,
+               context, "enum" if var.allowed else "string", "default", None, None,
+               list(var.allowed) if var.allowed else None, var.default, var.default, None, None,
+               False)
+    for name, default in sorted(SYSTEM_VARIABLES.items()):
+        value = snap.system_settings.get(name, default)
+        yield (name, value, None, "Feature Flags", f"Feature flag {name}.", None, "superuser",
+               "bool", "default" if value == default else "configuration file", None, None, None,
+               default, value, None, None, False)
+
+
+def _pg_am(snap: Snapshot):
+    yield 2, "heap", "heap_tableam_handler", "t"
+    yield 403, "btree", "bthandler", "i"
+
+
+def _pg_tablespace(snap: Snapshot):
+    yield 1663, "pg_default", SUPERUSER_OID, None, None
+    yield 1664, "pg_global", SUPERUSER_OID, None, None
+
+
+# Functions psql and the drivers call, as pg_proc rows (name, result type, argument types).
+_PROCS = [
+    ("format_type", 25, [26, 23]), ("pg_get_userbyid", 19, [26]), ("pg_table_is_visible", 16, [26]),
+    ("pg_get_expr", 25, [194, 26]), ("obj_description", 25, [26, 19]),
+    ("col_description", 25, [26, 23]), ("current_schema", 19, []), ("current_schemas", 1003, [16]),
+    ("array_to_string", 25, [2277, 25]), ("has_table_privilege", 16, [25, 25]),
+    ("has_schema_privilege", 16, [25, 25]), ("pg_encoding_to_char", 19, [23]),
+    ("pg_get_indexdef", 25, [26]), ("pg_total_relation_size", 20, [2205]),
+    ("current_database", 19, []), ("version", 25, []), ("now", 1184, []),
+    ("pg_backend_pid", 23, []),
+]
+
+
+def _pg_proc(snap: Snapshot):
+    for i, (name, result, args) in enumerate(_PROCS):
+        yield (pg_compat.HIDDEN_SYSTEM_OIDS_END + i, name, NAMESPACES["pg_catalog"],
+               SUPERUSER_OID, 12, 1.0, 0.0, 0, "-", "f", False, False, True, False, "s", "s",
+               len(args), 0, result, " ".join(str(a) for a in args), None, None, None, None,
+               None, name, None, None, None, None)
+
+
+def _schema_rows(snap: Snapshot):
+    for name in NAMESPACES:
+        yield DATABASE, name, OWNER, None, None, None, None
+
+
+def _table_rows(snap: Snapshot):
+    for rel in RELATIONS:
+        yield (DATABASE, rel.schema, rel.name, "VIEW" if rel.kind == "v" else "BASE TABLE",
+               None, None, None, None, None, "NO", "NO", None)
+    for item in snap.items:
+        table = _kind(item) == "r"
+        yield (DATABASE, "public", item.name, "BASE TABLE" if table else "VIEW", None, None, None,
+               None, None, "YES" if table else "NO", "NO", None)
+
+
+_PRECISION = {"smallint": 16, "integer": 32, "bigint": 64, "real": 24, "double precision": 53,
+              "oid": 32}
+
+
+def _column_rows(snap: Snapshot):
+    for _relid, schema, rel, _kind_, num, name, t, not_null, default in _all_columns(snap):
+        base = t.base.name
+        row = pg_compat.TYPES_BY_OID.get(t.base.oid)
+        data_type = "ARRAY" if t.is_array else ("USER-DEFINED" if base == "char" else base)
+        char_len = t.max_length
+        octets = (char_len * 4 if char_len is not None
+                  else 1073741824 if base in ("text", "character varying", "character") else None)
+        precision = scale = radix = None
+        if base in _PRECISION:
+            precision, radix, scale = _PRECISION[base], 2, (0 if base in ("smallint", "integer",
+                                                                          "bigint") else None)
+        elif base == "numeric":
+            ps = t.precision_scale
+            precision, scale, radix = (ps[0], ps[1], 10) if ps else (None, None, 10)
+        datetime_precision = 0 if base == "date" else 6 if base.startswith(("time", "interval")) \
+            else None
+        udt = (("_" if t.is_array else "") + row.typname) if row else base
+        yield (DATABASE, schema, rel, name, num, default_expr(default, t) if default else None,
+               "NO" if not_null else "YES", data_type, char_len, octets, precision, radix, scale,
+               datetime_precision, None, None, None, None, None, None, None, None, None, None,
+               None, DATABASE, "pg_catalog", udt, None, None, None, None, str(num), "NO", "NO",
+               None, None, None, None, None, "NO", "NEVER", None,
+               "YES" if _kind_ == "r" and schema == "public" else "NO")
+
+
+def _view_rows(snap: Snapshot):
+    for item in snap.items:
+        if _kind(item) == "v":
+            yield DATABASE, "public", item.name, item.sql, "NONE", "NO", "NO", "NO", "NO", "NO"
+
+
+def _pg_tables(snap: Snapshot):
+    for rel in RELATIONS:
+        if rel.kind == "r":
+            yield rel.schema, rel.name, OWNER, None, False, False, False, False
+    for item in snap.items:
+        if _kind(item) == "r":
+            yield "public", item.name, OWNER, None, False, False, False, False
+
+
+def _pg_views(snap: Snapshot):
+    for rel in RELATIONS:
+        if rel.kind == "v":
+            yield rel.schema, rel.name, OWNER, None
+    for item in snap.items:
+        if _kind(item) == "v":
+            yield "public", item.name, OWNER, item.sql
+
+
+def _subscriptions(snap: Snapshot):
+    for sub in snap.subscriptions:
+        stmt = sub.stmt
+        what = (f"SUBSCRIBE {stmt.relation}" if stmt.relation is not None
+                else f"SUBSCRIBE ({stmt.query.sql('postgres')})")
+        inputs = sorted({rel.collection_id for rel in getattr(sub, "inputs", [])})
+        yield (f"s{sub.id}", sub.ctx.backend_pid, "default",
+               datetime.datetime.fromtimestamp(sub.created_at, datetime.UTC), inputs,
+               sub.user, what, stmt.output.label, sub.rows_sent)
+
+
+# -- the relations ------------------------------------------------------------------------------
+
+_CLASS = ("oid oid, relname name, relnamespace oid, reltype oid, reloftype oid, relowner oid, "
+          "relam oid, relfilenode oid, reltablespace oid, relpages int4, reltuples float4, "
+          "relallvisible int4, reltoastrelid oid, relhasindex bool, relisshared bool, "
+          'relpersistence "char", relkind "char", relnatts int2, relchecks int2, '
+          "relhasrules bool, relhastriggers bool, relhassubclass bool, relrowsecurity bool, "
+          'relforcerowsecurity bool, relispopulated bool, relreplident "char", '
+          "relispartition bool, relrewrite oid, relfrozenxid xid, relminmxid xid, "
+          "relacl aclitem[], reloptions text[], relpartbound pg_node_tree")
+_ATTRIBUTE = ("attrelid oid, attname name, atttypid oid, attstattarget int4, attlen int2, "
+              "attnum int2, attndims int4, attcacheoff int4, atttypmod int4, attbyval bool, "
+              'attalign "char", attstorage "char", attcompression "char", attnotnull bool, '
+              'atthasdef bool, atthasmissing bool, attidentity "char", attgenerated "char", '
+              "attisdropped bool, attislocal bool, attinhcount int4, attcollation oid, "
+              "attacl aclitem[], attoptions text[], attfdwoptions text[], attmissingval anyarray")
+_TYPE = ('oid oid, typname name, typnamespace oid, typowner oid, typlen int2, typbyval bool, '
+         'typtype "char", typcategory "char", typispreferred bool, typisdefined bool, '
+         'typdelim "char", typrelid oid, typsubscript regproc, typelem oid, typarray oid, '
+         "typinput regproc, typoutput regproc, typreceive regproc, typsend regproc, "
+         'typmodin regproc, typmodout regproc, typanalyze regproc, typalign "char", '
+         'typstorage "char", typnotnull bool, typbasetype oid, typtypmod int4, typndims int4, '
+         "typcollation oid, typdefaultbin pg_node_tree, typdefault text, typacl aclitem[]")
+_DATABASE = ('oid oid, datname name, datdba oid, encoding int4, datlocprovider "char", '
+             "datistemplate bool, datallowconn bool, datconnlimit int4, datfrozenxid xid, "
+             "datminmxid xid, dattablespace oid, datcollate text, datctype text, "
+             "daticulocale text, datcollversion text, datacl aclitem[]")
+_ROLES = ("rolname name, rolsuper bool, rolinherit bool, rolcreaterole bool, rolcreatedb bool, "
+          "rolcanlogin bool, rolreplication bool, rolconnlimit int4, rolpassword text, "
+          "rolvaliduntil timestamptz, rolbypassrls bool, rolconfig text[], oid oid")
+_AUTHID = ("oid oid, rolname name, rolsuper bool, rolinherit bool, rolcreaterole bool, "
+           "rolcreatedb bool, rolcanlogin bool, rolreplication bool, rolbypassrls bool, "
+           "rolconnlimit int4, rolpassword text, rolvaliduntil timestamptz")
+_USER = ("usename name, usesysid oid, usecreatedb bool, usesuper bool, userepl bool, "
+         "usebypassrls bool, passwd text, valuntil timestamptz, useconfig text[]")
+_SETTINGS = ("name text, setting text, unit text, category text, short_desc text, "
+             "extra_desc text, context text, vartype text, source text, min_val text, "
+             "max_val text, enumvals text[], boot_val text, reset_val text, sourcefile text, "
+             "sourceline int4, pending_restart bool")
+_PROC = ("oid oid, proname name, pronamespace oid, proowner oid, prolang oid, procost float4, "
+         'prorows float4, provariadic oid, prosupport regproc, prokind "char", prosecdef bool, '
+         'proleakproof bool, proisstrict bool, proretset bool, provolatile "char", '
+         'proparallel "char", pronargs int2, pronargdefaults int2, prorettype oid, '
+         'proargtypes oidvector, proallargtypes oid[], proargmodes "char"[], proargnames text[], '
+         "proargdefaults pg_node_tree, protrftypes oid[], prosrc text, probin text, "
+         "prosqlbody pg_node_tree, proconfig text[], proacl aclitem[]")
+_IDENT, _CARD, _CHARS = "name", "int4", "varchar"
+_IS_TABLES = ", ".join(f"{n} {t}" for n, t in [
+    ("table_catalog", _IDENT), ("table_schema", _IDENT), ("table_name", _IDENT),
+    ("table_type", _CHARS), ("self_referencing_column_name", _IDENT),
+    ("reference_generation", _CHARS), ("user_defined_type_catalog", _IDENT),
+    ("user_defined_type_schema", _IDENT), ("user_defined_type_name", _IDENT),
+    ("is_insertable_into", _CHARS), ("is_typed", _CHARS), ("commit_action", _CHARS)])
+_IS_COLUMNS = ", ".join(f"{n} {t}" for n, t in [
+    ("table_catalog", _IDENT), ("table_schema", _IDENT), ("table_name", _IDENT),
+    ("column_name", _IDENT), ("ordinal_position", _CARD), ("column_default", _CHARS),
+    ("is_nullable", _CHARS), ("data_type", _CHARS), ("character_maximum_length", _CARD),
+    ("character_octet_length", _CARD), ("numeric_precision", _CARD),
+    ("numeric_precision_radix", _CARD), ("numeric_scale", _CARD), ("datetime_precision", _CARD),
+    ("interval_type", _CHARS), ("interval_precision", _CARD), ("character_set_catalog", _IDENT),
+    ("character_set_schema", _IDENT), ("character_set_name", _IDENT),
+    ("collation_catalog", _IDENT), ("collation_schema", _IDENT), ("collation_name", _IDENT),
+    ("domain_catalog", _IDENT), ("domain_schema", _IDENT), ("domain_name", _IDENT),
+    ("udt_catalog", _IDENT), ("udt_schema", _IDENT), ("udt_name", _IDENT),
+    ("scope_catalog", _IDENT), ("scope_schema", _IDENT), ("scope_name", _IDENT),
+    ("maximum_cardinality", _CARD), ("dtd_identifier", _IDENT), ("is_self_referencing", _CHARS),
+    ("is_identity", _CHARS), ("identity_generation", _CHARS), ("identity_start", _CHARS),
+    ("identity_increment", _CHARS), ("identity_maximum", _CHARS), ("identity_minimum", _CHARS),
+    ("identity_cycle", _CHARS), ("is_generated", _CHARS), ("generation_expression", _CHARS),
+    ("is_updatable", _CHARS)])
+_IS_SCHEMATA = ("catalog_name name, schema_name name, schema_owner name, "
+                "default_character_set_catalog name, default_character_set_schema name, "
+                "default_character_set_name name, sql_path varchar")
+_IS_VIEWS = ("table_catalog name, table_schema name, table_name name, view_definition varchar, "
+             "check_option varchar, is_updatable varchar, is_insertable_into varchar, "
+             "is_trigger_updatable varchar, is_trigger_deletable varchar, "
+             "is_trigger_insertable_into varchar")
+
+_DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
+    # schema, name, columns, rows, relkind
+    ("pg_catalog", "pg_class", _CLASS, _pg_class, "r"),
+    ("pg_catalog", "pg_namespace", "oid oid, nspname name, nspowner oid, nspacl aclitem[]",
+     _namespace_rows, "r"),
+    ("pg_catalog", "pg_attribute", _ATTRIBUTE, _pg_attribute, "r"),
+    ("pg_catalog", "pg_type", _TYPE, _pg_type, "r"),
+    ("pg_catalog", "pg_database", _DATABASE, _pg_database, "r"),
+    ("pg_catalog", "pg_roles", _ROLES, _pg_roles, "v"),
+    ("pg_catalog", "pg_authid", _AUTHID, _pg_authid, "r"),
+    ("pg_catalog", "pg_user", _USER, _pg_user, "v"),
+    ("pg_catalog", "pg_settings", _SETTINGS, _pg_settings, "v"),
+    ("pg_catalog", "pg_am", "oid oid, amname name, amhandler regproc, amtype \"char\"", _pg_am, "r"),
+    ("pg_catalog", "pg_attrdef", "oid oid, adrelid oid, adnum int2, adbin pg_node_tree",
+     _pg_attrdef, "r"),
+    ("pg_catalog", "pg_proc", _PROC, _pg_proc, "r"),
+    ("pg_catalog", "pg_tablespace",
+     "oid oid, spcname name, spcowner oid, spcacl aclitem[], spcoptions text[]", _pg_tablespace,
+     "r"),
+    ("pg_catalog", "pg_tables", ("schemaname name, tablename name, tableowner name, "
+     "tablespace name, hasindexes bool, hasrules bool, hastriggers bool, rowsecurity bool"),
+     _pg_tables, "v"),
+    ("pg_catalog", "pg_views", "schemaname name, viewname name, viewowner name, definition text",
+     _pg_views, "v"),
+    # Always empty: no indexes, comments, constraints, inheritance, policies, ...
+    ("pg_catalog", "pg_index", ("indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, "
+     "indisunique bool, indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, "
+     "indimmediate bool, indisclustered bool, indisvalid bool, indcheckxmin bool, "
+     "indisready bool, indislive bool, indisreplident bool, indkey int2[], indcollation oid[], "
+     "indclass oid[], indoption int2[], indexprs pg_node_tree, indpred pg_node_tree"), None, "r"),
+    ("pg_catalog", "pg_description", "objoid oid, classoid oid, objsubid int4, description text",
+     None, "r"),
+    ("pg_catalog", "pg_shdescription", "objoid oid, classoid oid, description text", None, "r"),
+    ("pg_catalog", "pg_constraint", ("oid oid, conname name, connamespace oid, contype \"char\", "
+     "condeferrable bool, condeferred bool, convalidated bool, conrelid oid, contypid oid, "
+     "conindid oid, conparentid oid, confrelid oid, confupdtype \"char\", confdeltype \"char\", "
+     "confmatchtype \"char\", conislocal bool, coninhcount int4, connoinherit bool, "
+     "conkey int2[], confkey int2[], conpfeqop oid[], conppeqop oid[], conffeqop oid[], "
+     "confdelsetcols int2[], conexclop oid[], conbin pg_node_tree"), None, "r"),
+    ("pg_catalog", "pg_inherits",
+     "inhrelid oid, inhparent oid, inhseqno int4, inhdetachpending bool", None, "r"),
+    ("pg_catalog", "pg_collation", ("oid oid, collname name, collnamespace oid, collowner oid, "
+     "collprovider \"char\", collisdeterministic bool, collencoding int4, collcollate text, "
+     "collctype text, colliculocale text, collversion text"), None, "r"),
+    ("pg_catalog", "pg_policy", ("oid oid, polname name, polrelid oid, polcmd \"char\", "
+     "polpermissive bool, polroles oid[], polqual pg_node_tree, polwithcheck pg_node_tree"),
+     None, "r"),
+    ("pg_catalog", "pg_statistic_ext", ("oid oid, stxrelid oid, stxname name, stxnamespace oid, "
+     "stxowner oid, stxstattarget int4, stxkeys int2vector, stxkind \"char\"[], "
+     "stxexprs pg_node_tree"), None, "r"),
+    ("pg_catalog", "pg_publication", ("oid oid, pubname name, pubowner oid, puballtables bool, "
+     "pubinsert bool, pubupdate bool, pubdelete bool, pubtruncate bool, pubviaroot bool"),
+     None, "r"),
+    ("pg_catalog", "pg_publication_namespace", "oid oid, pnpubid oid, pnnspid oid", None, "r"),
+    ("pg_catalog", "pg_publication_rel",
+     "oid oid, prpubid oid, prrelid oid, prqual pg_node_tree, prattrs int2[]", None, "r"),
+    ("pg_catalog", "pg_range", ("rngtypid oid, rngsubtype oid, rngmultitypid oid, "
+     "rngcollation oid, rngsubopc oid, rngcanonical regproc, rngsubdiff regproc"), None, "r"),
+    ("pg_catalog", "pg_enum", "oid oid, enumtypid oid, enumsortorder float4, enumlabel name",
+     None, "r"),
+    ("pg_catalog", "pg_auth_members", "roleid oid, member oid, grantor oid, admin_option bool",
+     None, "r"),
+    ("pg_catalog", "pg_extension", ("oid oid, extname name, extowner oid, extnamespace oid, "
+     "extrelocatable bool, extversion text, extconfig oid[], extcondition text[]"), None, "r"),
+    ("pg_catalog", "pg_trigger", ("oid oid, tgrelid oid, tgparentid oid, tgname name, tgfoid oid, "
+     "tgtype int2, tgenabled \"char\", tgisinternal bool, tgconstrrelid oid, tgconstrindid oid, "
+     "tgconstraint oid, tgdeferrable bool, tginitdeferred bool, tgnargs int2, tgattr int2vector, "
+     "tgargs bytea, tgqual pg_node_tree, tgoldtable name, tgnewtable name"), None, "r"),
+    ("pg_catalog", "pg_rewrite", ("oid oid, rulename name, ev_class oid, ev_type \"char\", "
+     "ev_enabled \"char\", is_instead bool, ev_qual pg_node_tree, ev_action pg_node_tree"),
+     None, "r"),
+    ("pg_catalog", "pg_depend", ("classid oid, objid oid, objsubid int4, refclassid oid, "
+     "refobjid oid, refobjsubid int4, deptype \"char\""), None, "r"),
+    ("pg_catalog", "pg_sequence", ("seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, "
+     "seqmax int8, seqmin int8, seqcache int8, seqcycle bool"), None, "r"),
+    ("pg_catalog", "pg_foreign_table", "ftrelid oid, ftserver oid, ftoptions text[]", None, "r"),
+    ("pg_catalog", "pg_matviews", ("schemaname name, matviewname name, matviewowner name, "
+     "tablespace name, hasindexes bool, ispopulated bool, definition text"), None, "v"),
+    ("pg_catalog", "pg_indexes", ("schemaname name, tablename name, indexname name, "
+     "tablespace name, indexdef text"), None, "v"),
+    ("information_schema", "tables", _IS_TABLES, _table_rows, "v"),
+    ("information_schema", "columns", _IS_COLUMNS, _column_rows, "v"),
+    ("information_schema", "schemata", _IS_SCHEMATA, _schema_rows, "v"),
+    ("information_schema", "views", _IS_VIEWS, _view_rows, "v"),
+    ("mz_internal", "mz_subscriptions", ("id text, session_id int4, cluster_id text, "
+     "created_at timestamptz, referenced_object_ids text[], user_name text, sql text, "
+     "output_mode text, rows_sent int8"), _subscriptions, "v"),
+    # Sources do not exist yet: no rows. Materialize's columns, plus snapshot progress
+    # (rows copied of rows expected) as in its mz_source_statistics.
+    ("mz_internal", "mz_source_statuses", ("id text, name text, type text, "
+     "last_status_change_at timestamptz, status text, error text, details jsonb, "
+     "snapshot_records_staged int8, snapshot_records_known int8"), None, "v"),
+]
+
+
+def _relations() -> list[Relation]:
+    out = []
+    visible, hidden = pg_compat.VISIBLE_SYSTEM_OIDS, pg_compat.HIDDEN_SYSTEM_OIDS
+    for schema, name, spec, rows, kind in _DEFINITIONS:
+        if schema in pg_compat.SEARCH_PATH:
+            oid, visible = visible, visible + 1
+        else:
+            oid, hidden = hidden, hidden + 1
+        out.append(Relation(schema, name, _columns(spec), rows, kind, oid))
+    return out
+
+
+RELATIONS: list[Relation] = _relations()
+BY_NAME_QUALIFIED = {rel.qualified: rel for rel in RELATIONS}
+# Unqualified names find pg_catalog's relations (always first on PostgreSQL's search path).
+BY_NAME_UNQUALIFIED = {rel.name: rel for rel in RELATIONS if rel.schema == "pg_catalog"}
+SYSTEM_SCHEMAS = frozenset(rel.schema for rel in RELATIONS)
+
+
+def find(name: str) -> Relation | None:
+    """The system relation a (possibly schema-qualified) name refers to."""
+    if "." in name:
+        return BY_NAME_QUALIFIED.get(name)
+    return BY_NAME_UNQUALIFIED.get(name)
+
+
+def build(rel: Relation, snap: Snapshot) -> SystemTable:
+    names = [n for n, _ in rel.columns]
+    types = [t for _, t in rel.columns]
+    rows = list(rel.rows(snap)) if rel.rows is not None else []
+    arrays = []
+    for i, t in enumerate(types):
+        values = [r[i] for r in rows]
+        arrays.append(pa.array(values, arrow_type(t)))
+    table = pa.Table.from_arrays(arrays, names=[physical(i) for i in range(len(types))])
+    return SystemTable(rel, table, names, types)
+
+
+def dataframe(spark, system: SystemTable):
+    """The rows as a Spark DataFrame, with column names and PostgreSQL types."""
+    from pyspark.sql import functions as F
+
+    ddl = ", ".join(f"{physical(i)} {t.spark}" for i, t in enumerate(system.column_types))
+    df = spark.createDataFrame(system.table, schema=ddl)
+    return df.select(*[
+        F.col(physical(i)).alias(name, metadata=pg_metadata(t))
+        for i, (name, t) in enumerate(zip(system.column_names, system.column_types))
+    ])
