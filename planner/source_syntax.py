@@ -69,6 +69,13 @@ class DropObjects(st.Statement):
 
 
 @dataclass(frozen=True)
+class CreateRole(st.Statement):
+    name: str
+    password: str | None  # None: no password (the role cannot log in with one)
+    alter: bool = False  # ALTER ROLE ... PASSWORD
+
+
+@dataclass(frozen=True)
 class SwapTables(st.Statement):
     first: str
     second: str
@@ -129,6 +136,8 @@ def parse_create(s: Scanner) -> st.Statement | None:
     """CREATE SECRET/CONNECTION/SOURCE, or CREATE TABLE ... FROM SOURCE; None if neither."""
     start = s.i
     s.expect("create")
+    if s.accept("role") or s.accept("user"):
+        return _role_rest(s, alter=False)
     if s.accept("secret"):
         if_not_exists = s.accept("if", "not", "exists")
         name = s.qualified_name().split(".")[-1]
@@ -228,7 +237,7 @@ def parse_create(s: Scanner) -> st.Statement | None:
 def parse_drop(s: Scanner) -> st.Statement | None:
     start = s.i
     s.expect("drop")
-    for kind in ("secret", "connection", "source"):
+    for kind in ("secret", "connection", "source", "role", "user"):
         if s.accept(kind):
             if_exists = s.accept("if", "exists")
             names = [s.qualified_name().split(".")[-1]]
@@ -238,14 +247,40 @@ def parse_drop(s: Scanner) -> st.Statement | None:
             if not cascade:
                 s.accept("restrict")
             s.expect_end()
-            return DropObjects(kind.upper(), tuple(names), if_exists, cascade)
+            return DropObjects("ROLE" if kind == "user" else kind.upper(), tuple(names), if_exists, cascade)
     s.i = start
     return None
+
+
+def _role_rest(s: Scanner, alter: bool) -> CreateRole:
+    name = s.ident("role name")
+    s.accept("with")
+    password = None
+    while not s.at_end() and not s.accept_punct(";"):
+        if s.accept("password"):
+            w = s.next()
+            if w.kind == "word" and w.text == "null":
+                password = None
+            elif w.kind != "string":
+                raise SqlError(SYNTAX_ERROR, "PASSWORD needs a string literal", position=w.pos + 1)
+            else:
+                password = w.text
+        elif s.peek().kind == "word" and s.peek().text in ("login", "nologin", "inherit", "noinherit",
+                                                             "superuser", "nosuperuser", "createdb",
+                                                             "nocreatedb", "createrole", "nocreaterole"):
+            s.next()
+        else:
+            w = s.peek()
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"role option {w.raw.upper()} is not supported",
+                           position=w.pos + 1)
+    return CreateRole(name, password, alter)
 
 
 def parse_alter_table(s: Scanner) -> st.Statement | None:
     start = s.i
     s.expect("alter")
+    if s.accept("role") or s.accept("user"):
+        return _role_rest(s, alter=True)
     if not s.accept("table"):
         s.i = start
         return None

@@ -8,6 +8,7 @@ import logging
 import os
 import secrets
 import signal
+import ssl
 from dataclasses import dataclass
 
 from server import metrics
@@ -29,6 +30,10 @@ class Config:
     spark_master: str = "local[*]"
     password: str | None = None  # when set, SCRAM-SHA-256 for every user
     metrics_port: int = 6876  # 0 turns the /metrics endpoint off
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    require_tls: bool = False
+    users_file: str | None = None  # lines of user:password (or user:SCRAM-SHA-256$... verifiers)
 
 
 class Server:
@@ -41,14 +46,24 @@ class Server:
         self._pids = itertools.count(os.getpid() * 1000 % 2_000_000_000 + 1)
         self.mock_secret = secrets.token_bytes(16)
         self._verifier = make_verifier(config.password) if config.password else None
+        self._file_users = load_users(config.users_file) if config.users_file else {}
+        self.tls = tls_context(config.tls_cert, config.tls_key) if config.tls_cert else None
+        if config.require_tls and self.tls is None:
+            raise SystemExit("--require-tls needs --tls-cert and --tls-key")
         self._server: asyncio.base_events.Server | None = None
 
     @property
     def password_required(self) -> bool:
-        return self._verifier is not None
+        """Password authentication once any password exists: --password, a users file,
+        or a role created WITH PASSWORD; trust otherwise."""
+        return self._verifier is not None or bool(self._file_users) or any(
+            i.kind == "role" for i in self.coordinator.catalog.items.values())
 
     def verifier_for(self, user: str) -> str | None:
-        return self._verifier
+        role = self.coordinator.catalog.get(user)
+        if role is not None and role.kind == "role":
+            return role.details.get("verifier")
+        return self._file_users.get(user) or self._verifier
 
     def next_pid(self) -> int:
         return next(self._pids)
@@ -94,3 +109,24 @@ class Server:
         await self.sources.stop_all()
         self.coordinator.close()
         self.engine.stop()
+
+
+def load_users(path: str) -> dict[str, str]:
+    """`user:password` or `user:SCRAM-SHA-256$...` lines; blank lines and # comments skipped."""
+    users = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, sep, secret = line.partition(":")
+            if not sep or not name:
+                raise SystemExit(f"{path}:{n}: expected user:password")
+            users[name] = secret if secret.startswith("SCRAM-SHA-256$") else make_verifier(secret)
+    return users
+
+
+def tls_context(cert: str, key: str | None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    return ctx

@@ -21,6 +21,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", default="./data", help="where tables and the catalog are kept")
     serve.add_argument("--spark-master", default="local[*]",
                        help="Spark master URL: local[*], spark://host:7077 or sc://host:15002")
+    serve.add_argument("--tls-cert", help="PEM certificate: enables TLS (SSLRequest answered 'S')")
+    serve.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    serve.add_argument("--require-tls", action="store_true", help="refuse connections without TLS")
+    serve.add_argument("--users", dest="users_file",
+                       help="file of user:password lines; every listed user logs in with SCRAM-SHA-256")
     serve.add_argument("--metrics-port", type=int, default=6876,
                        help="port of the Prometheus /metrics HTTP endpoint (0 turns it off)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     from server.app import Config, Server
 
     config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password,
-                    args.metrics_port)
+                    args.metrics_port, args.tls_cert, args.tls_key, args.require_tls, args.users_file)
     try:
         import uvloop
 

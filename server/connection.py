@@ -84,6 +84,7 @@ class Connection:
         self.closing = False
         self._work: asyncio.Task | None = None
         self.peer = writer.get_extra_info("peername")
+        self.tls = False
 
     # -- I/O ------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
@@ -162,6 +163,14 @@ class Connection:
             msg = await self._next()
             if msg is None:
                 return False
+            if isinstance(msg, m.SSLRequest) and self.server.tls is not None and not self.tls:
+                # Answer 'S' and upgrade in place; nothing is read in between, so the
+                # client's TLS handshake reaches the TLS layer, not the decoder.
+                self.writer.write(b"S")
+                await self.writer.start_tls(self.server.tls)
+                self.tls = True
+                self.decoder.expect_startup()
+                continue
             if isinstance(msg, (m.SSLRequest, m.GSSENCRequest)):
                 self.writer.write(m.ssl_refused())
                 await self.writer.drain()
@@ -183,6 +192,9 @@ class Connection:
             await self._fatal(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet")
             return False
         database = msg.params.get("database") or user
+        if self.server.config.require_tls and not self.tls:
+            await self._fatal(INVALID_AUTHORIZATION, "this server requires TLS: connect with sslmode=require")
+            return False
         verifier = self.server.verifier_for(user)
         if self.server.password_required and not await self._scram(user, verifier):
             return False

@@ -34,7 +34,7 @@ from planner.errors import (
 from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
-from server import metrics, sources, writes
+from server import metrics, roles, sources, writes
 from server.catalog import Column, Item
 from server.coordinator import VERSION_STRING, Coordinator, Overlay
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
@@ -698,3 +698,4 @@ _HANDLERS: dict[type, Callable] = {
 }
 
 _HANDLERS.update(sources.HANDLERS)
+_HANDLERS.update(roles.HANDLERS)
