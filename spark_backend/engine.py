@@ -68,15 +68,17 @@ class SparkEngine:
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
             from pyspark.sql import SparkSession
 
-            builder = SparkSession.builder.appName("sparkwire")
-            if self.master.startswith("sc://"):
-                builder = builder.remote(self.master)
+            if self.connect:
+                # The Connect server owns the static settings; the session ones are ours.
+                spark = SparkSession.builder.remote(self.master).getOrCreate()
+                for key, value in _SPARK_CONF.items():
+                    if key.startswith("spark.sql."):
+                        spark.conf.set(key, value)
             else:
-                builder = builder.master(self.master)
-            for key, value in _SPARK_CONF.items():
-                builder = builder.config(key, value)
-            spark = builder.getOrCreate()
-            if not self.master.startswith("sc://"):
+                builder = SparkSession.builder.appName("sparkwire").master(self.master)
+                for key, value in _SPARK_CONF.items():
+                    builder = builder.config(key, value)
+                spark = builder.getOrCreate()
                 spark.sparkContext.setLogLevel("ERROR")
             # One tiny job so the first user query does not pay for JIT warm-up.
             spark.range(1).toArrow()
@@ -122,7 +124,10 @@ class SparkEngine:
                 self._cancelled.discard(group)
                 raise SqlError(QUERY_CANCELED, "canceling statement due to user request")
             self._running.add(group)
-            spark.sparkContext.setJobGroup(group, group, interruptOnCancel=True)
+            if self.connect:
+                spark.addTag(group)
+            else:
+                spark.sparkContext.setJobGroup(group, group, interruptOnCancel=True)
         try:
             return fn(spark, *args)
         except SqlError:
@@ -137,14 +142,28 @@ class SparkEngine:
             if group is not None:
                 self._running.discard(group)
                 self._cancelled.discard(group)
-                spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+                if self.connect:
+                    spark.removeTag(group)
+                else:
+                    spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
     def cancel(self, group: str) -> None:
         """Stop the Spark jobs of one statement; safe to call from any thread."""
         self._cancelled.add(group)
         if self._spark is not None:
-            self._spark.sparkContext.cancelJobGroup(group)
+            self._interrupt(group)
             threading.Thread(target=self._keep_cancelling, args=(group,), daemon=True).start()
+
+    def _interrupt(self, group: str) -> None:
+        if self.connect:
+            self._spark.interruptTag(group)
+        else:
+            self._spark.sparkContext.cancelJobGroup(group)
+
+    @property
+    def connect(self) -> bool:
+        """True when Spark is reached through Spark Connect (no SparkContext here)."""
+        return self.master.startswith("sc://")
 
     def _keep_cancelling(self, group: str, poll: float = 0.05, limit: float = 30.0) -> None:
         """cancelJobGroup stops only the jobs running at that instant: a call between two
@@ -153,6 +172,6 @@ class SparkEngine:
         while group in self._cancelled and time.monotonic() < deadline:
             time.sleep(poll)
             if group in self._running and self._spark is not None:
-                self._spark.sparkContext.cancelJobGroup(group)
+                self._interrupt(group)
         self._cancelled.discard(group)
 
