@@ -85,25 +85,28 @@ def parse_kafka_clauses(text: str) -> KafkaSpec:
             elif s.accept("upsert"):
                 envelope = "upsert"
                 while s.accept_punct("("):
-                    if s.accept("order", "by"):
-                        if not s.accept_punct("("):
-                            raise s.error("ORDER BY needs its columns in parentheses: ORDER BY (ts, o); expected (")
-                        cols = [s.ident("column")]
-                        while s.accept_punct(","):
-                            cols.append(s.ident("column"))
-                        s.expect_punct(")")
-                        if s.accept("desc"):
-                            raise SqlError(SYNTAX_ERROR, "ENVELOPE UPSERT (ORDER BY ...) supports only ascending "
-                                                         "order: DESC is not allowed")
-                        s.accept("asc")
-                        order_by = tuple(cols)
-                    elif s.accept("value", "decoding", "errors"):
-                        s.accept_punct("=")
-                        if not s.accept("inline"):
-                            raise s.error("expected INLINE")
-                        inline = True
-                    else:
-                        raise s.error("expected ORDER BY or VALUE DECODING ERRORS")
+                    while True:  # comma-separated: (ORDER BY (...), VALUE DECODING ERRORS = INLINE)
+                        if s.accept("order", "by"):
+                            if not s.accept_punct("("):
+                                raise s.error("ORDER BY needs its columns in parentheses: ORDER BY (ts, o); expected (")
+                            cols = [s.ident("column")]
+                            while s.accept_punct(","):
+                                cols.append(s.ident("column"))
+                            s.expect_punct(")")
+                            if s.accept("desc"):
+                                raise SqlError(SYNTAX_ERROR, "ENVELOPE UPSERT (ORDER BY ...) supports only ascending "
+                                                             "order: DESC is not allowed")
+                            s.accept("asc")
+                            order_by = tuple(cols)
+                        elif s.accept("value", "decoding", "errors"):
+                            s.accept_punct("=")
+                            if not s.accept("inline"):
+                                raise s.error("expected INLINE")
+                            inline = True
+                        else:
+                            raise s.error("expected ORDER BY or VALUE DECODING ERRORS")
+                        if not s.accept_punct(","):
+                            break
                     s.expect_punct(")")
             elif s.accept("debezium"):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "ENVELOPE DEBEZIUM for Kafka sources is not supported")
@@ -145,6 +148,7 @@ def check(spec: KafkaSpec) -> None:
     by_name = {i.name: i for i in spec.includes}
     # Unquoted TIMESTAMP / OFFSET in ORDER BY mean the included columns of that kind.
     resolved = []
+    not_included = None  # reported after the OFFSET rule, which the design names first
     for col in spec.order_by:
         inc = by_name.get(col)
         if inc is None and col == "offset" and spec.include("offset") is None:
@@ -154,8 +158,11 @@ def check(spec: KafkaSpec) -> None:
         if inc is None and col in ("timestamp", "offset"):
             inc = spec.include(col)
             if inc is None:
-                raise SqlError(INVALID_PARAMETER_VALUE,
-                               f"ORDER BY refers to {col.upper()}, which is not included: add INCLUDE {col.upper()}")
+                not_included = not_included or SqlError(
+                    INVALID_PARAMETER_VALUE,
+                    f"ORDER BY refers to {col.upper()}, which is not included: add INCLUDE {col.upper()}")
+                resolved.append(col)
+                continue
         if inc is None:
             raise SqlError("42703", f'ORDER BY column "{col}" is not an included metadata column')
         if inc.what not in ("timestamp", "offset"):
@@ -166,6 +173,8 @@ def check(spec: KafkaSpec) -> None:
     if "offset" not in resolved:
         raise SqlError(INVALID_PARAMETER_VALUE,
                        "ENVELOPE UPSERT (ORDER BY (...)) must include the OFFSET column as a tie-breaker")
+    if not_included is not None:
+        raise not_included
     if len(set(resolved)) != len(resolved):
         raise SqlError(INVALID_PARAMETER_VALUE, "ORDER BY names the same column more than once")
 

@@ -64,6 +64,10 @@ def infer_types(stmt: st.Statement, numbers: list[int], declared: dict[int, int]
 
                 with contextlib.suppress(SqlError):  # an unknown cast target fails later
                     out[n] = sql_type(parent.to)
+                if n not in out:
+                    from planner.pg_compat import param_type
+
+                    out[n] = param_type(parent.to) or TEXT  # $1::oid[] and other catalog types
             elif isinstance(parent, (exp.Limit, exp.Offset)):
                 out[n] = BIGINT
             elif isinstance(parent, (exp.Binary, exp.In, exp.Between)):

@@ -54,10 +54,18 @@ def parse_statement(text: str) -> st.Statement:
     keyword = first.text if first.kind == "word" else ""
     handler = _HANDLERS.get(keyword)
     if handler is None:
-        if keyword:
+        if keyword in _POSTGRES_STATEMENTS:
             raise _unsupported(s)
         raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{first.raw}"', position=first.pos + 1)
     return handler(s)
+
+
+# Statements PostgreSQL has and sparkwire does not: these get 0A000, anything else 42601.
+_POSTGRES_STATEMENTS = frozenset((
+    "analyze", "call", "checkpoint", "cluster", "comment", "copy", "do", "execute", "grant", "import",
+    "listen", "load", "lock", "merge", "move", "notify", "prepare", "reassign", "refresh", "reindex",
+    "revoke", "savepoint", "release", "security", "truncate", "unlisten", "vacuum",
+))
 
 
 def _unsupported(s: Scanner) -> SqlError:
@@ -82,7 +90,22 @@ def _sqlglot(text: str) -> exp.Expression:
         raise SqlError(SYNTAX_ERROR, f"syntax error: {exc}") from exc
     if tree is None:
         raise SqlError(SYNTAX_ERROR, "syntax error at end of input", position=len(text) + 1)
+    _check_commas(text)
     return tree
+
+
+def _check_commas(text: str) -> None:
+    """Reject the empty list items sqlglot silently drops (`SELECT a,, b`, `f(a,)`)."""
+    words = Scanner(text).words
+    for a, b in zip(words, words[1:]):
+        if a.kind == "punct" and b.kind == "punct" and (
+                (a.text == "," and b.text in (",", ")")) or (a.text == "(" and b.text == ",")):
+            raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{b.raw}"', position=b.pos + 1)
+        if a.kind == "punct" and a.text == "," and b.kind == "word" and b.text.lower() in _NOT_AFTER_COMMA:
+            raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{b.raw}"', position=b.pos + 1)
+
+
+_NOT_AFTER_COMMA = frozenset(("from", "where", "group", "order", "having", "limit", "union"))
 
 
 def _parse_error(text: str, exc: ParseError) -> SqlError:
@@ -451,6 +474,15 @@ def _discard(s: Scanner) -> st.Discard:
     return st.Discard(what)
 
 
+def _deallocate(s: Scanner) -> st.Deallocate:
+    # psycopg sends DEALLOCATE ALL after ROLLBACK or DROP once it has prepared statements.
+    s.expect("deallocate")
+    s.accept("prepare")
+    name = None if s.accept("all") else s.ident("prepared statement name")
+    s.expect_end()
+    return st.Deallocate(name)
+
+
 def _explain(s: Scanner) -> st.Explain:
     s.expect("explain")
     rest = s.rest()
@@ -486,6 +518,7 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "reset": _reset,
     "show": _show,
     "discard": _discard,
+    "deallocate": _deallocate,
     "alter": _alter,
     "explain": _explain,
     "subscribe": lambda s: _subscribe_syntax().parse_subscribe(s),

@@ -157,10 +157,26 @@ _OID_ARRAY = re.compile(r"::\s*(?:pg_catalog\s*\.\s*)?oid\s*\[\s*\]", re.IGNOREC
 
 
 def preprocess(text: str) -> str:
-    """Spellings sqlglot cannot parse, made parseable (`::oid[]` → `::bigint[]`)."""
+    """Spellings sqlglot cannot parse, made parseable: `::oid[]` (asyncpg's type
+    introspection) becomes PostgreSQL's other name for it, `::_oid`."""
     if "[" in text:
-        text = _OID_ARRAY.sub("::bigint[]", text)
+        text = _OID_ARRAY.sub("::_oid", text)
     return text
+
+
+def param_type(dt: exp.Expression):
+    """The type of a parameter cast to a catalog type (`$1::oid`, `$1::_oid`), if one is."""
+    from planner.types import BY_NAME, SqlType
+
+    key = _type_key(dt)
+    if isinstance(dt, exp.ObjectIdentifier) and key == "oid" or key in ("oid", "xid"):
+        return SqlType(BY_NAME["oid"])
+    if key in ("_oid", "oidvector"):
+        return SqlType(BY_NAME["oid"], -1, True)
+    if isinstance(dt, exp.DataType) and dt.is_type(exp.DataType.Type.ARRAY) and dt.expressions \
+            and _type_key(dt.expressions[0]) == "oid":
+        return SqlType(BY_NAME["oid"], -1, True)
+    return None
 
 
 # -- tree rewriting --------------------------------------------------------------------------
@@ -284,7 +300,8 @@ def _type_key(dt: exp.Expression) -> str | None:
 
 
 _PLAIN_TYPES = {
-    "oid": "BIGINT", "xid": "BIGINT", "name": "TEXT", "char": "TEXT", "aclitem": "TEXT",
+    "oid": "BIGINT", "_oid": "ARRAY<BIGINT>", "_text": "ARRAY<STRING>", "_int2": "ARRAY<SMALLINT>",
+    "_int4": "ARRAY<INT>", "_int8": "ARRAY<BIGINT>", "_name": "ARRAY<STRING>", "xid": "BIGINT", "name": "TEXT", "char": "TEXT", "aclitem": "TEXT",
     "pg_node_tree": "TEXT", "int2vector": "TEXT", "oidvector": "TEXT", "regrole": "TEXT",
     "int2": "SMALLINT", "int4": "INT", "int8": "BIGINT", "float4": "REAL", "float8": "DOUBLE",
     "bool": "BOOLEAN", "text": "TEXT", "varchar": "VARCHAR", "bpchar": "TEXT",
@@ -324,7 +341,10 @@ def _cast(node: exp.Cast) -> exp.Expression:
             return _str(value.this.split(".")[-1])
         return exp.Cast(this=value, to=exp.DataType.build("TEXT"))
     to = _rewrite_datatype(node.to)
-    if to is not node.to:
+    if isinstance(value, exp.Literal) and value.is_string and _ARRAY_TEXT.match(value.this) \
+            and to.is_type(exp.DataType.Type.ARRAY):
+        value = _array_literal(value.this)  # '{1,2}'::int[]
+    if to is not node.to or value is not node.this:
         return exp.Cast(this=value, to=to)
     return node
 
@@ -359,11 +379,16 @@ def _array_literal(text: str) -> exp.Expression:
     return exp.Array(expressions=[_str(i) for i in items])
 
 
+def _ilike_regex(value: exp.Expression, pattern: exp.Expression) -> exp.Expression:
+    """`~*`: a case-insensitive regular expression match (Java's `(?i)` flag)."""
+    return exp.RegexpLike(this=value, expression=exp.Paren(this=exp.DPipe(this=_str("(?i)"), expression=pattern)))
+
+
 _REGEX_OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
     "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
     "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
-    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
-    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "~*": lambda a, b: _ilike_regex(a, b),
+    "!~*": lambda a, b: exp.Not(this=_ilike_regex(a, b)),
     "~~": lambda a, b: exp.Like(this=a, expression=b),
     "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
     "=": lambda a, b: exp.EQ(this=a, expression=b),
@@ -407,6 +432,16 @@ def _schemas(include_implicit: exp.Expression) -> exp.Expression:
         return with_pg if include_implicit.this else without
     return exp.If(this=include_implicit, true=with_pg, false=without)
 
+
+# What current_setting() reports (SHOW knows the session's own values).
+_SETTINGS = {
+    "jit": "off", "server_version": "15.0", "server_version_num": "150000",
+    "server_encoding": "UTF8", "client_encoding": "UTF8", "standard_conforming_strings": "on",
+    "integer_datetimes": "on", "max_identifier_length": "63", "search_path": "public",
+    "datestyle": "ISO, MDY", "timezone": "UTC", "intervalstyle": "postgres",
+    "transaction_isolation": "serializable", "default_transaction_isolation": "serializable",
+    "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8",
+}
 
 _TRUE = {"pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible",
          "pg_opclass_is_visible", "pg_operator_is_visible", "pg_collation_is_visible",
@@ -465,6 +500,11 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return _relation_oid(args[0])
     if name == "to_regnamespace" and args:
         return _namespace_oid(args[0])
+    if name == "current_setting" and args:
+        return exp.Case(this=exp.Lower(this=args[0]), ifs=[
+            exp.If(this=_str(k), true=_str(v)) for k, v in _SETTINGS.items()], default=_null_text())
+    if name == "set_config" and len(args) >= 2:
+        return exp.Cast(this=args[1], to=exp.DataType.build("TEXT"))  # accepted, not kept
     if name == "quote_ident" and args:
         return args[0]
     if name == "pg_postmaster_start_time":
@@ -491,15 +531,75 @@ def _args(node: exp.Expression) -> list[exp.Expression]:
 
 
 def rewrite(tree: exp.Expression) -> exp.Expression:
-    """Rewrite the PostgreSQL catalog constructs in a query, innermost first."""
+    """Rewrite the PostgreSQL catalog constructs in a query."""
+    for sub in list(tree.find_all(exp.Subquery)):
+        base = _domain_base_type(sub)
+        if base is not None:
+            sub.replace(base)
+    _unique_ctes(tree)
+    return _rewrite(tree)
+
+
+def _domain_base_type(node: exp.Subquery) -> exp.Expression | None:
+    """asyncpg's type introspection finds a domain's base type with a correlated
+    `WITH RECURSIVE` over pg_type (for domains over domains), which Spark cannot run.
+    Without domains over domains that is the type's `typbasetype`; we have no domains."""
+    select = node.this
+    with_ = select.args.get("with_") if isinstance(select, exp.Select) else None
+    if with_ is None or not with_.args.get("recursive") or len(with_.expressions) != 1:
+        return None
+    union = with_.expressions[0].this
+    anchor = union.this if isinstance(union, exp.Union) else None
+    if not isinstance(anchor, exp.Select) or not anchor.expressions:
+        return None
+    first = anchor.expressions[0].unalias()
+    where = anchor.args.get("where")
+    if not (isinstance(first, exp.Column) and first.name.lower() == "typbasetype"
+            and where is not None and isinstance(where.this, exp.EQ)):
+        return None
+    outer = where.this.expression
+    if not (isinstance(outer, exp.Column) and outer.table and outer.name.lower() == "oid"):
+        return None
+    return exp.column("typbasetype", outer.table)
+
+
+def _rewrite(tree: exp.Expression) -> exp.Expression:
+    """Innermost first, so each rewrite sees its arguments already rewritten."""
     for key, value in list(tree.args.items()):
         if isinstance(value, exp.Expression):
-            new = rewrite(value)
+            new = _rewrite(value)
             if new is not value:
                 tree.set(key, new)
         elif isinstance(value, list) and any(isinstance(v, exp.Expression) for v in value):
-            tree.set(key, [rewrite(v) if isinstance(v, exp.Expression) else v for v in value])
+            tree.set(key, [_rewrite(v) if isinstance(v, exp.Expression) else v for v in value])
     return _swap(tree)
+
+
+def _unique_ctes(tree: exp.Expression) -> None:
+    """Rename CTEs that repeat a name used elsewhere in the query (PostgreSQL scopes a
+    CTE to its subquery; Spark wants one name per query): asyncpg's type introspection
+    has the same `WITH RECURSIVE typebases` in two subqueries."""
+    seen: set[str] = set()
+    for with_ in list(tree.find_all(exp.With)):
+        scope = with_.parent
+        for cte in with_.expressions:
+            name = cte.alias_or_name.lower()
+            if name not in seen:
+                seen.add(name)
+                continue
+            k = 2
+            while f"{name}_{k}" in seen:
+                k += 1
+            new = f"{name}_{k}"
+            seen.add(new)
+            for table in scope.find_all(exp.Table):
+                if isinstance(table.this, exp.Identifier) and table.name.lower() == name \
+                        and table.args.get("db") is None:
+                    if table.alias_or_name.lower() == name and not table.args.get("alias"):
+                        table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+                    table.set("this", exp.to_identifier(new))
+            alias = cte.args.get("alias")
+            alias.set("this", exp.to_identifier(new))
 
 
 def _swap(node: exp.Expression) -> exp.Expression:
@@ -508,6 +608,8 @@ def _swap(node: exp.Expression) -> exp.Expression:
         node = node.expression  # pg_catalog.f(...) is f(...)
     if isinstance(node, exp.Operator):
         return _operator(node)
+    if isinstance(node, exp.RegexpILike):
+        return _ilike_regex(node.this, node.expression)
     if isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier) \
             and node.args.get("db") is not None and node.args["db"].name.lower() == "pg_catalog":
         node.set("db", None)  # FROM pg_catalog.unnest(...)

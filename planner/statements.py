@@ -143,6 +143,11 @@ class Discard(Statement):
 
 
 @dataclass(frozen=True)
+class Deallocate(Statement):
+    name: str | None  # None: DEALLOCATE ALL
+
+
+@dataclass(frozen=True)
 class Explain(Statement):
     statement: Statement
 

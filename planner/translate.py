@@ -110,6 +110,7 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
             new = exp.Subquery(this=inner,
                                alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
         table.replace(new)
+    tree = _pg_types(tree)
     tree = _replace_functions(tree, ctx)
     if params:
         tree = _bind(tree, params)
@@ -135,7 +136,27 @@ def _series(table: exp.Table) -> exp.Subquery:
 
 def _literal_ts(ctx: SessionContext) -> exp.Expression:
     return exp.Cast(this=exp.Literal.string(ctx.now_literal),
-                    to=exp.DataType.build("TIMESTAMP"))
+                    to=exp.DataType.build("TIMESTAMPTZ"))
+
+
+# An unconstrained numeric keeps its digits in PostgreSQL; in Spark a bare DECIMAL
+# is DECIMAL(10,0). DECIMAL(38,10) is how sparkwire stores unconstrained numerics.
+UNCONSTRAINED_NUMERIC = "DECIMAL(38, 10)"
+
+
+def _pg_types(tree: exp.Expression) -> exp.Expression:
+    """Types as the user wrote them, in Spark's terms: `timestamp` has no time zone
+    (Spark's TIMESTAMP has one), and a bare `numeric` is not DECIMAL(10,0)."""
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.DataType):
+            if node.this == exp.DataType.Type.TIMESTAMP:
+                return exp.DataType(this=exp.DataType.Type.TIMESTAMPNTZ)
+            if node.this == exp.DataType.Type.DECIMAL and not node.expressions:
+                return exp.DataType.build(UNCONSTRAINED_NUMERIC)
+        return node
+
+    return tree.transform(swap)
 
 
 def _replace_functions(tree: exp.Expression, ctx: SessionContext) -> exp.Expression:
@@ -236,6 +257,12 @@ _FUNCTION_NAMES = {
 }
 
 
+# PostgreSQL names a cast constant by the type's internal name.
+_TYPE_COLUMN_NAMES = {"decimal": "numeric", "int": "int4", "integer": "int4", "bigint": "int8",
+                      "smallint": "int2", "double precision": "float8", "real": "float4",
+                      "boolean": "bool", "varchar": "varchar", "char": "bpchar"}
+
+
 def output_name(node: exp.Expression) -> str:
     """The column name PostgreSQL gives an unaliased select expression."""
     if isinstance(node, exp.Alias):
@@ -244,7 +271,10 @@ def output_name(node: exp.Expression) -> str:
         return node.name if not isinstance(node.this, exp.Star) else "?column?"
     if isinstance(node, exp.Cast):
         inner = output_name(node.this)
-        return inner if inner != "?column?" else node.to.sql("postgres").lower().split("(")[0]
+        if inner != "?column?":
+            return inner
+        spelled = node.to.sql("postgres").lower().split("(")[0].strip()
+        return _TYPE_COLUMN_NAMES.get(spelled, spelled)
     if isinstance(node, exp.Case):
         return "case"
     if isinstance(node, exp.Anonymous):
@@ -277,7 +307,21 @@ def _name_outputs(tree: exp.Expression, names: list[str] | None) -> exp.Expressi
             renamed[e.alias] = pos
         e.replace(exp.alias_(inner, exp.to_identifier(name, quoted=True)))
     _order_by_position(tree, selects, renamed)
+    for select in tree.find_all(exp.Select):
+        if select.args.get("distinct"):
+            _distinct_order_by(select)
     return tree
+
+
+def _distinct_order_by(select: exp.Select) -> None:
+    """Spark resolves the ORDER BY of a SELECT DISTINCT against its output only, where a
+    qualified `t.a` (as qualification writes it) no longer exists: use the position."""
+    order = select.args.get("order")
+    for ordered in order.expressions if order is not None else []:
+        for pos, e in enumerate(select.expressions, start=1):
+            if isinstance(e, exp.Alias) and isinstance(ordered.this, exp.Column) and e.this == ordered.this:
+                ordered.set("this", exp.Literal.number(pos))
+                break
 
 
 def _order_by_position(tree: exp.Expression, selects: exp.Select, renamed: dict[str, int]) -> None:

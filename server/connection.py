@@ -204,6 +204,7 @@ class Connection:
         settings = Settings(msg.params)
         self.session = Session(self.server.coordinator, user, database, settings, self.pid)
         self.session.on_overflow = self._overflow
+        self.session.deallocate = self._deallocate_statement
         self.session.server_sources = self.server.sources
         self.server.sessions[self.pid] = self
         metrics.SESSIONS.inc()
@@ -404,6 +405,13 @@ class Connection:
         types = infer_types(parsed.statement, parsed.params, declared, columns_of)
         self.prepared[msg.name] = Prepared(parsed, types)
         self.send(m.parse_complete())
+
+    def _deallocate_statement(self, name: str | None) -> bool:
+        """SQL DEALLOCATE: drop one prepared statement (None: every one)."""
+        if name is None:
+            self.prepared.clear()
+            return True
+        return self.prepared.pop(name, None) is not None
 
     async def _bind(self, msg: m.Bind) -> None:
         prepared = self.prepared.get(msg.statement)

@@ -73,6 +73,7 @@ class Coordinator:
         self.listeners: set = set()  # objects with on_commit(ts, updates) and on_frontier()
         self.read_holds: dict[object, int] = {}  # holder → oldest timestamp it still reads
         self._ticker: asyncio.Task | None = None
+        self._committing: int | None = None  # timestamp of the commit being written, if any
 
     # -- start-up ----------------------------------------------------------------
     def open(self) -> None:
@@ -95,6 +96,10 @@ class Coordinator:
         self._ticker = asyncio.get_running_loop().create_task(tick())
 
     def advance_frontier(self, to: int) -> None:
+        if self._committing is not None:
+            # A commit is being written at that timestamp: the frontier must not pass it
+            # before its listeners have its updates (the clock ticks during the write).
+            to = min(to, self._committing)
         if to > self._frontier:
             self._frontier = to
             for listener in list(self.listeners):
@@ -128,7 +133,11 @@ class Coordinator:
         ts = self._next_ts()
         stamped = {cid: _stamp(t, ts) for cid, t in updates.items() if t.num_rows}
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._log_thread, self.store.commit, ts, catalog_ops, stamped)
+        self._committing = ts
+        try:
+            await loop.run_in_executor(self._log_thread, self.store.commit, ts, catalog_ops, stamped)
+        finally:
+            self._committing = None
         for op in catalog_ops:
             self.catalog.apply(op)
         # Listeners get the commit before the frontier passes it, so a frontier

@@ -62,7 +62,7 @@ def table_layout(spec: ks.KafkaSpec) -> tuple[list[Column], kafka.DecodePlan]:
     if dup is not None:
         raise SqlError("42701", f'column "{dup}" specified more than once: rename it with INCLUDE ... AS')
     plan = kafka.DecodePlan(key_fmt, (vf.kind, vf.columns), tuple(key_cols), tuple(value_cols),
-                            spec.inline_errors)
+                            spec.inline_errors, key_required=spec.envelope == "upsert")
     return columns, plan
 
 
@@ -126,6 +126,9 @@ class KafkaTableRunner:
                         idle_polls += 1
                         if idle_polls % 25 == 0:
                             await asyncio.to_thread(consumer.refresh_partitions)
+                            if self.status == "stalled" and not consumer.errors:
+                                # The broker answers again: an idle topic must not stay "stalled".
+                                self.status, self.error = "running", None
                         continue
                     await self._ingest(spec, plan, raw)
             except asyncio.CancelledError:
@@ -263,7 +266,8 @@ def check_errors(item: Item) -> None:
         return
     key, err = next(iter(sorted(errors.items())))
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    raise SqlError("XX000", f'table "{item.name}": key {key} cannot be decoded at partition {err["partition"]} '
+    what = "a record" if key.startswith("offset ") else f"key {key}"  # ENVELOPE NONE errors have no key
+    raise SqlError("XX000", f'table "{item.name}": {what} cannot be decoded at partition {err["partition"]} '
                             f'offset {err["offset"]}: {err["message"]}{more}',
                    hint="A later record or tombstone for the key replaces the error.")
 
@@ -288,6 +292,11 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
     source_name = f"{stmt.name}_progress" if clauses else stmt.name
     if coord.catalog.get(source_name) is not None:
         raise SqlError("42P07", f'relation "{source_name}" already exists')
+    if clauses:
+        # Check the table's clauses and name first: a failed statement must leave no source behind.
+        table_layout(_checked_spec(clauses))
+        if coord.catalog.get(stmt.name) is not None:
+            raise SqlError("42P07", f'relation "{stmt.name}" already exists')
     source = Item(coord.catalog.allocate_id(), source_name, "source", (), coord.read_ts(),
                   sql=f'CREATE SOURCE "{source_name}" FROM KAFKA CONNECTION "{connection.name}" (TOPIC \'{topic}\')',
                   depends_on=(connection.id,),
@@ -310,8 +319,7 @@ async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource,
                                                 f'"{source.details["topic"]}", not "{reference}"')
     if stmt.columns is not None:
         raise SqlError("0A000", "a column list is not supported for tables from Kafka sources")
-    spec = ks.parse_kafka_clauses(stmt.rest)
-    ks.check(spec)
+    spec = _checked_spec(stmt.rest)
     columns, _ = table_layout(spec)
     table = Item(coord.catalog.allocate_id(), stmt.name, "table", tuple(columns), coord.read_ts(),
                  sql=f'CREATE TABLE "{stmt.name}" FROM SOURCE "{source.name}" (REFERENCE "{reference}") '
@@ -322,6 +330,16 @@ async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource,
     await session._ddl(lambda: coord.catalog.plan_create(table))
     manager.start_kafka_table(coord.catalog.items[table.id])
     return Outcome("CREATE TABLE")
+
+
+def _checked_spec(clauses: str) -> ks.KafkaSpec:
+    try:
+        spec = ks.parse_kafka_clauses(clauses)
+        ks.check(spec)
+    except SqlError as err:
+        err.position = None  # relative to the clauses, not the statement: no caret rather than a wrong one
+        raise
+    return spec
 
 
 def _topics(config: dict) -> list[str]:

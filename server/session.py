@@ -25,6 +25,7 @@ from planner.errors import (
     FEATURE_NOT_SUPPORTED,
     IN_FAILED_TRANSACTION,
     INVALID_CURSOR_NAME,
+    INVALID_PREPARED_STATEMENT,
     NO_ACTIVE_SQL_TRANSACTION,
     QUERY_CANCELED,
     SYNTAX_ERROR,
@@ -120,6 +121,8 @@ class Session:
         self.cursors: dict[str, Cursor] = {}
         self.server_sources = None  # the server's SourceManager, set by the connection
         self.on_overflow: Callable[[], None] | None = None  # set by the connection
+        # Drops a protocol-level prepared statement (None: all); False if it does not exist.
+        self.deallocate: Callable[[str | None], bool] = lambda name: True  # set by the connection
 
     # -- transaction status ---------------------------------------------------------
     @property
@@ -235,9 +238,12 @@ class Session:
                 if self.txn is not None and self.txn.explicit:
                     raise SqlError(FEATURE_NOT_SUPPORTED, "AS OF is not allowed inside a transaction")
                 ts = int(float(as_of.this))
-                if ts > self.coord.read_ts():
+                # Every time below the frontier is complete (SUBSCRIBE's progress says so),
+                # not just the latest commit's.
+                latest = max(self.coord.read_ts(), self.coord.frontier - 1)
+                if ts > latest:
                     raise SqlError("22000", f"timestamp {ts} is in the future: the latest "
-                                            f"complete timestamp is {self.coord.read_ts()}")
+                                            f"complete timestamp is {latest}")
                 return ts
             raise SqlError(FEATURE_NOT_SUPPORTED, "AS OF needs a number of milliseconds since the epoch")
         if self.txn is None or self.txn.holds_lock:
@@ -547,9 +553,15 @@ class Session:
         if stmt.what == "all":
             self._no_ddl_in_transaction("DISCARD ALL")
             changed = self.settings.reset("all")
+            self.deallocate(None)
             return Outcome("DISCARD ALL", parameter_changes=[
                 (display_name(v.name), self.settings.values[v.name]) for v in changed if v.reported])
         return Outcome(f"DISCARD {stmt.what.upper()}")
+
+    async def _deallocate(self, stmt: st.Deallocate, params, ptypes) -> Outcome:
+        if not self.deallocate(stmt.name):
+            raise SqlError(INVALID_PREPARED_STATEMENT, f'prepared statement "{stmt.name}" does not exist')
+        return Outcome("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
 
     async def _empty(self, stmt, params, ptypes) -> Outcome:
         return Outcome("")
@@ -687,6 +699,7 @@ _HANDLERS: dict[type, Callable] = {
     st.ShowColumns: Session._show_columns,
     st.ShowCreate: Session._show_create,
     st.Discard: Session._discard,
+    st.Deallocate: Session._deallocate,
     st.Empty: Session._empty,
     st.AlterSystem: Session._alter_system,
     ss.Subscribe: Session._subscribe,

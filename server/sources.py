@@ -125,7 +125,7 @@ class PostgresSourceRunner:
                 await asyncio.to_thread(
                     pg.stream, self.params(), self.source.details["slot"],
                     self.source.details["publication"], self.source.details.get("lsn", 0),
-                    self._on_commit_from_thread, self._stop, self._on_relation, None)
+                    self._on_commit_from_thread, self._stop, self._on_relation, self._on_idle_from_thread)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a dead upstream stalls only this source
@@ -182,9 +182,15 @@ class PostgresSourceRunner:
         snap = await asyncio.to_thread(pg.take_snapshot, self.params(), slot, tables, not first, progress)
         updates: dict[str, pa.Table] = {}
         ops: list[dict] = []
+        unreadable: dict[str, SqlError] = {}
         for b in pending:
-            rows = [_convert(b, raw) for raw in snap.rows.get(b.upstream.oid, [])]
-            updates[b.table.id] = writes.rows_to_updates(b.table, rows) if rows else _empty(b.table)
+            try:
+                rows = [_convert(b, raw) for raw in snap.rows.get(b.upstream.oid, [])]
+                updates[b.table.id] = writes.rows_to_updates(b.table, rows) if rows else _empty(b.table)
+            except _VALUE_ERRORS as exc:  # a value we cannot hold: not retryable, drop the new table
+                unreadable[b.table.id] = _ingest_error(b, exc)
+                ops += [{"op": "drop", "id": b.table.id}, {"op": "drop_collection", "collection": b.table.id}]
+                continue
             ops.append({"op": "details", "id": b.table.id, "details": {"source": {"snapshot_lsn": snap.lsn}}})
         source_details: dict = {}
         if first:
@@ -193,7 +199,14 @@ class PostgresSourceRunner:
             ops.append({"op": "details", "id": self.source_id, "details": source_details})
         async with self.coord.write_lock:
             await self.coord.commit(ops, {k: v for k, v in updates.items() if v.num_rows})
+        for table_id, exc in unreadable.items():
+            self.bindings.pop(table_id, None)
+            fut = self._snapshots_done.pop(table_id, None)
+            if fut is not None and not fut.done():
+                fut.set_exception(exc)
         for b in pending:
+            if b.table.id in unreadable:
+                continue
             b.snapshot_lsn = snap.lsn
             fut = self._snapshots_done.pop(b.table.id, None)
             if fut is not None and not fut.done():
@@ -214,6 +227,17 @@ class PostgresSourceRunner:
     def _on_commit_from_thread(self, txn: pg.Transaction) -> None:
         asyncio.run_coroutine_threadsafe(self._ingest(txn), self.manager.loop).result()
 
+    def _on_idle_from_thread(self, lsn: int) -> None:
+        # Idle: everything up to `lsn` is ingested (nothing published came before it),
+        # so the progress relation moves on too, not only the slot upstream.
+        if lsn > self.source.details.get("lsn", 0):
+            asyncio.run_coroutine_threadsafe(self._advance(lsn), self.manager.loop).result()
+
+    async def _advance(self, lsn: int) -> None:
+        async with self.coord.write_lock:
+            if lsn > self.source.details.get("lsn", 0):
+                await self.coord.commit([{"op": "details", "id": self.source_id, "details": {"lsn": lsn}}], {})
+
     async def _table_error(self, b: Binding, problem: str) -> None:
         b.error = problem
         log.warning("table errored", extra={"event": "table_error", "table": b.table.name, "error": problem})
@@ -226,15 +250,19 @@ class PostgresSourceRunner:
         if txn.end_lsn <= self.source.details.get("lsn", 0):
             return  # already durable: a restart re-sent it
         rows: dict[str, tuple[list, list]] = {}
+        failed: dict[str, SqlError] = {}  # a value a table cannot hold errors that table, not the source
         for change in txn.changes:
             for b in self.bindings.values():
                 if b.upstream.oid != change.relation.oid or not b.ready or txn.commit_lsn < b.snapshot_lsn:
                     continue
                 plus, minus = rows.setdefault(b.table.id, ([], []))
-                if change.old is not None:
-                    minus.append(_convert(b, change.old))
-                if change.new is not None:
-                    plus.append(_convert(b, change.new))
+                try:
+                    if change.old is not None:
+                        minus.append(_convert(b, change.old))
+                    if change.new is not None:
+                        plus.append(_convert(b, change.new))
+                except _VALUE_ERRORS as exc:
+                    failed.setdefault(b.table.id, _ingest_error(b, exc))
         for oid in txn.truncated:
             for b in self.bindings.values():
                 if b.upstream.oid == oid and b.ready:
@@ -243,15 +271,30 @@ class PostgresSourceRunner:
         updates = {}
         for table_id, (plus, minus) in rows.items():
             b = self.bindings[table_id]
-            parts = [writes.rows_to_updates(b.table, plus, +1)] if plus else []
-            if minus:
-                parts.append(writes.rows_to_updates(b.table, minus, -1))
-            if parts:
+            parts: list = []
+            try:
+                parts = [writes.rows_to_updates(b.table, plus, +1)] if plus else []
+                if minus:
+                    parts.append(writes.rows_to_updates(b.table, minus, -1))
+            except _VALUE_ERRORS as exc:
+                failed.setdefault(table_id, _ingest_error(b, exc))
+            if parts and table_id not in failed:
                 updates[table_id] = writes.concat_updates(parts)
+        for table_id, exc in failed.items():
+            await self._table_error(self.bindings[table_id], exc.message)
         ops = [{"op": "details", "id": self.source_id, "details": {"lsn": txn.end_lsn}}]
         async with self.coord.write_lock:
             await self.coord.commit(ops, updates)
         self.manager.rows_ingested += sum(t.num_rows for t in updates.values())
+
+
+_VALUE_ERRORS = (SqlError, ArithmeticError, ValueError)
+
+
+def _ingest_error(b: Binding, exc: Exception) -> SqlError:
+    detail = exc.message if isinstance(exc, SqlError) else f"a value it cannot hold ({type(exc).__name__})"
+    return SqlError(getattr(exc, "sqlstate", "22000"),
+                    f'cannot ingest upstream table "{b.upstream.qualified}" into "{b.table.name}": {detail}')
 
 
 def _convert(b: Binding, raw: list | tuple) -> list:

@@ -157,7 +157,10 @@ def default_expr(default: str, t: SqlType) -> str:
         literal_type = "numeric" if "." in tree.this.this else ("integer" if t.base.name in (
             "smallint", "integer") else t.base.name)
         return f"'-{tree.this.this}'::{literal_type}"
-    return tree.sql("postgres")
+    # PostgreSQL prints booleans in lower case, and the usual `DEFAULT now()` as now().
+    tree = tree.transform(lambda n: exp.Var(this=n.sql("postgres").lower()) if isinstance(n, exp.Boolean)
+                          else exp.Var(this="now()") if isinstance(n, exp.CurrentTimestamp) else n)
+    return tree.sql("postgres", normalize_functions="lower")
 
 
 def _pg_type(snap: Snapshot):

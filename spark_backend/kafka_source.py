@@ -36,6 +36,7 @@ class DecodePlan:
     key_columns: tuple[str, ...]  # decoded key column names
     value_columns: tuple[str, ...]
     inline_errors: bool
+    key_required: bool = True  # ENVELOPE UPSERT: a record without a key is an error; else its key is NULL
 
     def spark_ddl(self) -> str:
         cols = [f"`{c}` {_spark_type(self.key_format)}" for c in self.key_columns]
@@ -86,7 +87,8 @@ def make_decoder(plan: DecodePlan) -> Callable:
                 if plan.key_columns:
                     raw_key = cols["key"][i]
                     if raw_key is None:
-                        problems.append("record has no key")
+                        if plan.key_required:
+                            problems.append("record has no key")
                     else:
                         try:
                             key_vals = decode_value(plan.key_format, raw_key)
@@ -128,11 +130,12 @@ def spark_batch(spark, plan: DecodePlan, raw: pa.Table, upsert_order: tuple[str,
     if upsert_order is None:
         return decoded.orderBy("__partition", "__offset").toArrow()
     view = f"__sw_kafka_{threading.get_ident()}"
+    if plan.key_columns:
+        # Keys that cannot be decoded (NULL key column) are told apart by their raw bytes.
+        decoded = decoded.selectExpr("*", f"CASE WHEN `{plan.key_columns[0]}` IS NULL THEN __key_raw END AS __kid")
     decoded.createOrReplaceTempView(view)
     try:
-        keys = [f"`{c}`" for c in plan.key_columns] or ["__key_raw"]
-        if not plan.key_columns:
-            keys = ["__key_raw"]
+        keys = [f"`{c}`" for c in plan.key_columns] + ["__kid"] if plan.key_columns else ["__key_raw"]
         order = ", ".join({"timestamp": "__ts DESC", "offset": "__offset DESC"}[k] for k in upsert_order)
         if "__offset DESC" not in order:
             order += ", __offset DESC"

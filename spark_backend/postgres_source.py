@@ -154,7 +154,11 @@ def describe_table(params: Params, reference: str, publication: str) -> Upstream
                                hint=f"ALTER PUBLICATION {publication} ADD TABLE {schema}.{name};")
             cur.execute(
                 "SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
-                "t.typelem, a.attnotnull FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+                # Only a true array type (its element's typarray) counts as an array:
+                # point, box, name, int2vector ... have a typelem too.
+                "CASE WHEN e.typarray = t.oid THEN t.typelem ELSE 0 END, a.attnotnull "
+                "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+                "LEFT JOIN pg_type e ON e.oid = t.typelem "
                 "WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", (oid,))
             cols = tuple(UpstreamColumn(n, t, m, f, e if e else 0, nn) for n, t, m, f, e, nn in cur.fetchall())
     except psycopg2.Error as exc:

@@ -83,6 +83,8 @@ def _sql_type_of_datatype(dt) -> SqlType:
         inner = _sql_type_of_datatype(dt.elementType)
         return SqlType(inner.base, inner.typmod, True)
     if isinstance(dt, T.DecimalType):
+        if (dt.precision, dt.scale) == (38, 10):  # how an unconstrained numeric is kept
+            return SqlType(BY_NAME["numeric"])
         return SqlType(BY_NAME["numeric"], ((dt.precision << 16) | dt.scale) + 4)
     name = {
         T.BooleanType: "boolean", T.ByteType: "smallint", T.ShortType: "smallint",
