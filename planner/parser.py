@@ -8,6 +8,7 @@ hand-written parsers over `Scanner`. Anything else is rejected by name with
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
@@ -97,7 +98,7 @@ def _sqlglot(text: str) -> exp.Expression:
 def _check_commas(text: str) -> None:
     """Reject the empty list items sqlglot silently drops (`SELECT a,, b`, `f(a,)`)."""
     words = Scanner(text).words
-    for a, b in zip(words, words[1:]):
+    for a, b in itertools.pairwise(words):
         if a.kind == "punct" and b.kind == "punct" and (
                 (a.text == "," and b.text in (",", ")")) or (a.text == "(" and b.text == ",")):
             raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{b.raw}"', position=b.pos + 1)
