@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
 
 from planner import pg_compat
 from planner.errors import UNDEFINED_TABLE, SqlError
@@ -224,11 +225,13 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
     Knowing operand types needs qualified columns; if the query cannot be
     qualified (it refers to an unknown column, say) Spark reports that itself.
     """
+    # Column names are kept as written: a quoted "Key" must not come back as key.
+    mapping = MappingSchema(schema, dialect="spark", normalize=False) if schema else None
     try:
         typed = annotate_types(
-            qualify(tree.copy(), schema=schema or None, dialect="spark",
+            qualify(tree.copy(), schema=mapping, dialect="spark",
                     validate_qualify_columns=False, quote_identifiers=False),
-            schema=schema or None, dialect="spark")
+            schema=mapping, dialect="spark")
     except Exception:  # noqa: BLE001 - type inference is best effort
         return tree
     for div in list(typed.find_all(exp.Div)):
