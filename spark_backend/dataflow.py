@@ -46,8 +46,9 @@ class Input:
 # LocalRelation, which Spark filters and projects on the driver without a job,
 # and whose result collect() returns without the Arrow socket round trip.
 # Measured here: ~7 ms for literal VALUES + collect against ~40 ms for
-# createDataFrame(arrow) + toArrow.
-SMALL_BATCH = 500
+# createDataFrame(arrow) + toArrow; but formatting literals costs ~2 ms a row,
+# so only small batches go this way.
+SMALL_BATCH = 20
 
 
 def _updates_df(spark: SparkSession, rel: Input, updates: pa.Table | None) -> DataFrame:
