@@ -67,7 +67,9 @@ def infer_types(stmt: st.Statement, numbers: list[int], declared: dict[int, int]
                 if n not in out:
                     from planner.pg_compat import param_type
 
-                    out[n] = param_type(parent.to) or TEXT  # $1::oid[] and other catalog types
+                    catalog_type = param_type(parent.to)  # $1::oid[] (asyncpg), $1::oid
+                    if catalog_type is not None:
+                        out[n] = catalog_type
             elif isinstance(parent, (exp.Limit, exp.Offset)):
                 out[n] = BIGINT
             elif isinstance(parent, (exp.Binary, exp.In, exp.Between)):

@@ -229,11 +229,17 @@ def format_type(oid: exp.Expression, typmod: exp.Expression | None) -> exp.Expre
         for t in TYPES if t.oid not in with_mod and t.typelem not in with_mod
     ], default=_str("???"))
     ifs.insert(0, exp.If(this=exp.Is(this=oid.copy(), expression=exp.Null()), true=_null_text()))
+    ifs.insert(1, exp.If(this=_parse("__o = 0", o=oid), true=_str("-")))
     return exp.Case(ifs=ifs, default=plain)
 
 
 def _type_oid_of_name(name: exp.Expression) -> exp.Expression:
     """`'integer'::regtype` for a text value: the OID of the type it names, else NULL."""
+    if isinstance(name, exp.Literal) and name.is_string:
+        spelled = name.this.strip().lower()
+        oid = type_names().get(spelled.removeprefix("pg_catalog."))
+        return exp.Literal.number(oid) if oid is not None else \
+            exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT"))
     key = exp.Lower(this=exp.Trim(this=name.copy()))
     ifs = []
     for spelled, oid in sorted(type_names().items()):
@@ -367,6 +373,14 @@ def _array_subquery(node: exp.Array) -> exp.Expression:
     return exp.Subquery(this=select)
 
 
+# The array-typed columns of the system relations that clients compare with text ('{0}').
+_CATALOG_ARRAY_COLUMNS = frozenset({
+    "polroles", "proargtypes", "proallargtypes", "proargmodes", "proargnames", "proconfig",
+    "conkey", "confkey", "conpfeqop", "conppeqop", "conffeqop", "conexclop", "indkey", "indclass",
+    "indcollation", "indoption", "stxkind", "extconfig", "extcondition", "reloptions", "relacl",
+    "datacl", "nspacl", "attacl", "attoptions", "rolconfig", "useconfig", "enumvals", "spcacl",
+    "spcoptions", "referenced_object_ids",
+})
 _ARRAY_TEXT = re.compile(r"^\{[^{}]*\}$")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
 
@@ -536,8 +550,26 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         base = _domain_base_type(sub)
         if base is not None:
             sub.replace(base)
+        elif _composite_attributes(sub):
+            sub.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build("ARRAY<TEXT>")))
     _unique_ctes(tree)
     return _rewrite(tree)
+
+
+def _composite_attributes(node: exp.Subquery) -> bool:
+    """`(SELECT array_agg(...) FROM pg_attribute JOIN pg_class ... WHERE c.reltype = t.oid)`:
+    the attributes of a composite type (asyncpg's introspection). Our relations have no
+    row type (reltype is 0), so this is always NULL. As a text[] NULL: asyncpg knows text[]
+    without asking, where an int8[] would send it into introspecting its introspection."""
+    select = node.this
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1:
+        return False
+    if not isinstance(select.expressions[0].unalias(), exp.ArrayAgg):
+        return False
+    where = select.args.get("where")
+    return where is not None and any(
+        isinstance(eq.this, exp.Column) and eq.this.name.lower() == "reltype"
+        for eq in where.find_all(exp.EQ))
 
 
 def _domain_base_type(node: exp.Subquery) -> exp.Expression | None:
@@ -622,9 +654,12 @@ def _swap(node: exp.Expression) -> exp.Expression:
             # FROM unnest(a) x: PostgreSQL names the column x too.
             alias.set("columns", [exp.to_identifier(alias.name)])
     if isinstance(node, (exp.EQ, exp.NEQ)):
-        for side in ("this", "expression"):
-            value = node.args.get(side)
-            if isinstance(value, exp.Literal) and value.is_string and _ARRAY_TEXT.match(value.this):
+        # `pol.polroles = '{0}'` (psql): an array column compared with an array's text form.
+        left, right = node.this, node.expression
+        for column, value, side in ((left, right, "expression"), (right, left, "this")):
+            if isinstance(column, exp.Column) and column.name.lower() in _CATALOG_ARRAY_COLUMNS \
+                    and isinstance(value, exp.Literal) and value.is_string \
+                    and _ARRAY_TEXT.match(value.this):
                 node.set(side, _array_literal(value.this))
     if isinstance(node, exp.Collate):
         return node.this

@@ -21,6 +21,9 @@ command -v java >/dev/null 2>&1 || apt_packages+=(openjdk-17-jre-headless)
 if [ "$runtime_only" = 0 ]; then
   [ -x /usr/lib/postgresql/15/bin/postgres ] || apt_packages+=(postgresql-15)
   command -v psql >/dev/null 2>&1 || apt_packages+=(postgresql-client-15)
+  # Driver tests: pgjdbc, compiled against and run by the test with javac.
+  [ -f /usr/share/java/postgresql.jar ] || apt_packages+=(libpostgresql-jdbc-java)
+  command -v javac >/dev/null 2>&1 || apt_packages+=(default-jdk-headless)
 fi
 command -v python3 >/dev/null 2>&1 || apt_packages+=(python3 python3-venv)
 if [ ${#apt_packages[@]} -gt 0 ]; then

@@ -467,6 +467,11 @@ class Connection:
             self.send(m.empty_query_response())
             return
         if portal.outcome is None:
+            if self.session.txn is None and isinstance(parsed.statement, (st.Insert, st.Update, st.Delete)):
+                # As in PostgreSQL, writes up to Sync are one implicit transaction: a failed
+                # statement in a pipeline (psycopg executemany, asyncpg executemany) undoes
+                # the writes before it. Sync commits it.
+                self.session.begin_implicit()
             portal.outcome = await self.session.execute(parsed, portal.params, portal.prepared.param_types)
             self._send_notices(portal.outcome)
         outcome = portal.outcome

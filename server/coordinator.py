@@ -71,6 +71,7 @@ class Coordinator:
         self._last_oracle = 0
         self._frontier = 0  # every timestamp below it is complete: no write will land there
         self.listeners: set = set()  # objects with on_commit(ts, updates) and on_frontier()
+        self.sources = None  # the server's SourceManager (set by it), for mz_source_statuses
         self.read_holds: dict[object, int] = {}  # holder → oldest timestamp it still reads
         self._ticker: asyncio.Task | None = None
         self._committing: int | None = None  # timestamp of the commit being written, if any
@@ -190,7 +191,8 @@ class Coordinator:
         if key not in views:
             snapshot = system_catalog.Snapshot(
                 self.catalog.sorted_items(), [s for s in self.listeners if hasattr(s, "rows_sent")],
-                dict(self.catalog.system), ctx.user if ctx is not None else system_catalog.OWNER)
+                dict(self.catalog.system), ctx.user if ctx is not None else system_catalog.OWNER,
+                self.sources)
             views[key] = (f"__sw_{qid}_{rel.schema}_{rel.name}", system_catalog.build(rel, snapshot))
         spark_name, table = views[key]
         return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)})
@@ -253,6 +255,8 @@ class Coordinator:
                 table = await self.engine.run(consolidated_arrow, self.store, cid,
                                               item.column_types, files, since)
                 async with self.write_lock:
+                    if any(hold < since for hold in self.read_holds.values()):
+                        continue  # a reader (AS OF) started before `since` meanwhile: keep history
                     loop = asyncio.get_running_loop()
                     await loop.run_in_executor(self._log_thread, self.store.finish_compaction,
                                                cid, since, files, table)

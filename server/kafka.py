@@ -32,6 +32,13 @@ _META_TYPES = {"partition": "integer", "offset": "bigint", "timestamp": "timesta
                "headers": "jsonb"}
 
 
+def _epoch_ms(v: datetime.datetime) -> int:
+    """Exact milliseconds since the epoch (float timestamp() * 1000 is off by one for some values)."""
+    if v.tzinfo is not None:
+        v = v.astimezone(datetime.UTC).replace(tzinfo=None)
+    return (v - datetime.datetime(1970, 1, 1)) // datetime.timedelta(milliseconds=1)  # naive = UTC
+
+
 def _t(name: str) -> SqlType:
     return SqlType(BY_NAME[name])
 
@@ -167,7 +174,7 @@ class KafkaTableRunner:
                 out.append(-1)  # not stored: any later record of the key is newer
             else:
                 v = row[names.index(inc.name)]
-                out.append(int(v.timestamp() * 1000) if isinstance(v, datetime.datetime) else v)
+                out.append(_epoch_ms(v) if isinstance(v, datetime.datetime) else v)
         return tuple(out)
 
     def _row(self, spec: ks.KafkaSpec, plan: kafka.DecodePlan, rec: dict) -> list:

@@ -326,7 +326,7 @@ class Session:
                 raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
             if width < len(positions) and stmt.columns is not None:
                 raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions")
-            wrapped = writes.coerce_sql(item, positions[:width], source_sql, width)
+            wrapped = writes.coerce_sql(item, positions[:width], source_sql, width, shape.types)
             result = await self.coord.query(wrapped, views, as_of, overlay, group=self.group)
             updates = writes.arrow_to_updates(item, result.table, +1)
             count = updates.num_rows

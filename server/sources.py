@@ -18,6 +18,7 @@ import secrets as pysecrets
 import threading
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import pyarrow as pa
 
@@ -49,6 +50,8 @@ class Binding:
     positions: list[int]  # upstream column index of each of our columns, by name at creation
     snapshot_lsn: int | None  # changes committed before it are in the snapshot
     error: str | None = None
+    relation: object = None  # the stream's latest Relation message for the table, and
+    relation_positions: list[int] = field(default_factory=list)  # our columns' positions in it
 
     @property
     def ready(self) -> bool:
@@ -76,6 +79,7 @@ class PostgresSourceRunner:
         self._restart = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._snapshots_done: dict[str, asyncio.Future] = {}
+        self._progressed = False  # something was ingested since the last failure
         self.bindings: dict[str, Binding] = {}
 
     @property
@@ -115,7 +119,6 @@ class PostgresSourceRunner:
                 self._load_bindings()
                 await self._snapshot_pending()
                 self.status = SourceStatus("running", snapshot_rows=self.status.snapshot_rows)
-                backoff = 0.5
                 self._stop.clear()
                 if not self.source.details.get("slot_created"):
                     # No table yet: nothing to stream until the first CREATE TABLE.
@@ -129,6 +132,9 @@ class PostgresSourceRunner:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a dead upstream stalls only this source
+                if self._progressed:  # back off afresh only after an attempt that got somewhere
+                    backoff = 0.5
+                self._progressed = False
                 message = exc.message if isinstance(exc, SqlError) else pg.upstream_error(exc).message
                 self.status = SourceStatus("stalled", message, snapshot_rows=self.status.snapshot_rows)
                 log.warning("source stalled", extra={"event": "source_stalled", "source": self.source.name,
@@ -199,6 +205,7 @@ class PostgresSourceRunner:
             ops.append({"op": "details", "id": self.source_id, "details": source_details})
         async with self.coord.write_lock:
             await self.coord.commit(ops, {k: v for k, v in updates.items() if v.num_rows})
+        self._progressed = True
         for table_id, exc in unreadable.items():
             self.bindings.pop(table_id, None)
             fut = self._snapshots_done.pop(table_id, None)
@@ -228,6 +235,7 @@ class PostgresSourceRunner:
         asyncio.run_coroutine_threadsafe(self._ingest(txn), self.manager.loop).result()
 
     def _on_idle_from_thread(self, lsn: int) -> None:
+        self._progressed = True  # the stream is up and caught up
         # Idle: everything up to `lsn` is ingested (nothing published came before it),
         # so the progress relation moves on too, not only the slot upstream.
         if lsn > self.source.details.get("lsn", 0):
@@ -257,10 +265,11 @@ class PostgresSourceRunner:
                     continue
                 plus, minus = rows.setdefault(b.table.id, ([], []))
                 try:
+                    positions = _stream_positions(b, change.relation)
                     if change.old is not None:
-                        minus.append(_convert(b, change.old))
+                        minus.append(_convert(b, change.old, positions))
                     if change.new is not None:
-                        plus.append(_convert(b, change.new))
+                        plus.append(_convert(b, change.new, positions))
                 except _VALUE_ERRORS as exc:
                     failed.setdefault(b.table.id, _ingest_error(b, exc))
         for oid in txn.truncated:
@@ -285,6 +294,7 @@ class PostgresSourceRunner:
         ops = [{"op": "details", "id": self.source_id, "details": {"lsn": txn.end_lsn}}]
         async with self.coord.write_lock:
             await self.coord.commit(ops, updates)
+        self._progressed = True
         self.manager.rows_ingested += sum(t.num_rows for t in updates.values())
 
 
@@ -297,11 +307,27 @@ def _ingest_error(b: Binding, exc: Exception) -> SqlError:
                     f'cannot ingest upstream table "{b.upstream.qualified}" into "{b.table.name}": {detail}')
 
 
-def _convert(b: Binding, raw: list | tuple) -> list:
+def _stream_positions(b: Binding, rel) -> list[int]:
+    """Our columns' positions in a Relation message: by name, as upstream may have added or
+    dropped other columns since the table was created."""
+    if b.relation is not rel:
+        index = {c.name: i for i, c in enumerate(rel.columns)}
+        b.relation_positions = [index[b.upstream.columns[p].name] for p in b.positions]
+        b.relation = rel
+    return b.relation_positions
+
+
+def _convert(b: Binding, raw: list | tuple, positions: list[int] | None = None) -> list:
     out = []
-    for col, pos in zip(b.table.columns, b.positions):
+    for col, pos in zip(b.table.columns, b.positions if positions is None else positions):
         value = raw[pos]
-        out.append(None if value is None else decode_text(col.type, bytes(value)))
+        value = None if value is None else decode_text(col.type, bytes(value))
+        if isinstance(value, Decimal) and col.type.typmod < 0 and value.is_finite() \
+                and value.as_tuple().exponent < -10 and value != round(value, 10):
+            # A plain numeric is stored with scale 10 (writes.check_value): refuse, never round.
+            raise SqlError("22003", f'value {value} of column "{col.name}" has more than 10 digits after '
+                                    "the decimal point", hint=f"Ingest it with WITH (TEXT COLUMNS ({col.name})).")
+        out.append(value)
     return out
 
 
@@ -310,6 +336,9 @@ def _empty(table: Item) -> pa.Table:
 
 
 def _schema_problem(b: Binding, rel) -> str | None:
+    if rel.replica_identity != "f":  # updates and deletes would come without their old rows
+        return (f'upstream table "{b.upstream.qualified}" no longer has REPLICA IDENTITY FULL; run ALTER '
+                f"TABLE {b.upstream.qualified} REPLICA IDENTITY FULL upstream, then drop and recreate this table")
     by_name = {c.name: c for c in rel.columns}
     for pos in b.positions:
         ours = b.upstream.columns[pos]
@@ -337,6 +366,7 @@ def _upstream_from_json(d: dict) -> pg.UpstreamTable:
 class SourceManager:
     def __init__(self, coord) -> None:
         self.coord = coord
+        coord.sources = self  # mz_internal.mz_source_statuses reads the runners' status
         self.runners: dict[str, PostgresSourceRunner] = {}
         self.kafka_runners: dict[str, kafka.KafkaTableRunner] = {}  # by table id
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -622,7 +652,12 @@ async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
         if source.details.get("connector") == "postgres" and source.details.get("slot_created"):
             connection = coord.catalog.items.get(source.details["connection_id"]) or None
             if connection is not None:
-                await asyncio.to_thread(pg.drop_slot, manager.params_for(connection), source.details["slot"])
+                slot = source.details["slot"]
+                if not await asyncio.to_thread(pg.drop_slot, manager.params_for(connection), slot):
+                    # Say so: a slot left upstream keeps its WAL there until someone drops it.
+                    warning = (f'could not drop replication slot "{slot}" upstream; drop it there: '
+                               f"SELECT pg_drop_replication_slot('{slot}')")
+                    notices.append(("WARNING", warning))
     for runner in manager.runners.values():
         runner._load_bindings()
     await manager.forget_dropped()

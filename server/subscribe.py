@@ -24,7 +24,7 @@ import pyarrow as pa
 from planner.dataflow import DIFF as DELTA_DIFF
 from planner.dataflow import TS as DELTA_TS
 from planner.dataflow import AggregatePlan, DataflowPlan, plan_dataflow
-from planner.errors import INVALID_PARAMETER_VALUE, SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
 from planner.subscribe_syntax import Subscribe
 from planner.translate import SessionContext, resolve_tree
 from planner.types import SqlType
@@ -91,6 +91,8 @@ class Subscription:
             # A Table node (not a bare Identifier), so name resolution sees the relation.
             query = exp.select("*").from_(exp.Table(this=exp.to_identifier(self.stmt.relation, quoted=True)))
         tree = resolve_tree(query, self.coord.resolver(views), self.ctx)
+        if any(cid.startswith("system:") for cid in views):  # computed per query, no changelog
+            raise SqlError(FEATURE_NOT_SUPPORTED, "SUBSCRIBE to a system relation is not supported")
         self.inputs = [sparkflow.Input(cid, spark_name, item.column_names, item.column_types)
                        for cid, (spark_name, item) in views.items()]
         self.input_ids = {rel.collection_id for rel in self.inputs}
@@ -243,6 +245,10 @@ class Subscription:
         for rel in self.inputs:
             tables[rel.collection_id] = await self.coord.engine.run(
                 sparkflow.history, self.coord.store, rel, after, upto)
+            since = self.coord.store.files(rel.collection_id, upto)[1]
+            if since > after:  # compacted while we read: the history may have lost retractions
+                raise SqlError("22000", f"AS OF {after} is not valid: history before {since} was "
+                                        f"compacted while the SUBSCRIBE started; retry")
         by_ts: dict[int, dict[str, pa.Table]] = {}
         for cid, table in tables.items():
             if table.num_rows == 0:

@@ -12,7 +12,10 @@ text (aclitem, pg_node_tree, regproc, int2vector, oidvector).
 
 from __future__ import annotations
 
+import collections
 import datetime
+import hashlib
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -26,8 +29,10 @@ from spark_backend.schema import arrow_type, pg_metadata, physical
 OWNER = "materialize"
 DATABASE = "materialize"
 
+# Catalog item kinds that are relations, and their pg_class.relkind (sources are
+# relations too: selecting one shows its progress, as in Materialize).
 _KINDS = {"table": "r", "view": "v", "materialized view": "m", "materialized_view": "m",
-          "source": "r", "index": "i"}
+          "source": "r"}
 _SPECIAL_TYPES = {
     "oid": "oid", "xid": "oid", "name": "name", '"char"': "char", "aclitem": "text",
     "pg_node_tree": "text", "regproc": "text", "int2vector": "text", "oidvector": "text",
@@ -61,10 +66,16 @@ def _columns(spec: str) -> tuple[tuple[str, SqlType], ...]:
 class Snapshot:
     """What system relations are computed from, taken when a query is planned."""
 
-    items: list  # server.catalog.Item, sorted by name
+    items: list  # server.catalog.Item, sorted by name: relations, roles, connections, ...
     subscriptions: list  # server.subscribe.Subscription
     system_settings: dict[str, str]
     user: str = OWNER
+    sources: object | None = None  # the server's SourceManager, for mz_source_statuses
+
+    @property
+    def relations(self) -> list:
+        """The catalog items that are relations (pg_class rows)."""
+        return [i for i in self.items if i.kind in _KINDS]
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,7 @@ class SystemTable:
     table: pa.Table  # columns c0, c1, ... (storage names)
     column_names: list[str] = field(default_factory=list)
     column_types: list[SqlType] = field(default_factory=list)
+    fingerprint: str = ""  # of the rows: equal rows make the same Spark DataFrame
 
 
 # -- rows -------------------------------------------------------------------------------------
@@ -100,7 +112,7 @@ def _kind(item) -> str:
 def _pg_class(snap: Snapshot):
     for rel in RELATIONS:
         yield _class_row(rel.oid, rel.name, NAMESPACES[rel.schema], rel.kind, len(rel.columns))
-    for item in snap.items:
+    for item in snap.relations:
         yield _class_row(item.oid, item.name, NAMESPACES["public"], _kind(item), len(item.columns))
 
 
@@ -120,7 +132,7 @@ def _all_columns(snap: Snapshot):
     for rel in RELATIONS:
         for i, (name, t) in enumerate(rel.columns, start=1):
             yield rel.oid, rel.schema, rel.name, rel.kind, i, name, t, False, None
-    for item in snap.items:
+    for item in snap.relations:
         for i, col in enumerate(item.columns, start=1):
             yield (item.oid, "public", item.name, _kind(item), i, col.name, col.type, col.not_null,
                    col.default)
@@ -178,8 +190,13 @@ def _pg_database(snap: Snapshot):
 
 
 def _roles(snap: Snapshot) -> list[tuple[int, str]]:
-    names = [OWNER] + ([snap.user] if snap.user != OWNER else [])
-    return [(SUPERUSER_OID if n == OWNER else 16390 + i, n) for i, n in enumerate(names)]
+    """(oid, name): the owner of everything, roles made with CREATE ROLE, and the reader."""
+    roles = {OWNER: SUPERUSER_OID}
+    for item in snap.items:
+        if item.kind == "role":
+            roles.setdefault(item.name, item.oid)
+    roles.setdefault(snap.user, 16390)
+    return sorted(((oid, name) for name, oid in roles.items()), key=lambda r: r[1])
 
 
 def _pg_roles(snap: Snapshot):
@@ -253,7 +270,7 @@ def _table_rows(snap: Snapshot):
     for rel in RELATIONS:
         yield (DATABASE, rel.schema, rel.name, "VIEW" if rel.kind == "v" else "BASE TABLE",
                None, None, None, None, None, "NO", "NO", None)
-    for item in snap.items:
+    for item in snap.relations:
         table = _kind(item) == "r"
         yield (DATABASE, "public", item.name, "BASE TABLE" if table else "VIEW", None, None, None,
                None, None, "YES" if table else "NO", "NO", None)
@@ -290,7 +307,7 @@ def _column_rows(snap: Snapshot):
 
 
 def _view_rows(snap: Snapshot):
-    for item in snap.items:
+    for item in snap.relations:
         if _kind(item) == "v":
             yield DATABASE, "public", item.name, item.sql, "NONE", "NO", "NO", "NO", "NO", "NO"
 
@@ -299,7 +316,7 @@ def _pg_tables(snap: Snapshot):
     for rel in RELATIONS:
         if rel.kind == "r":
             yield rel.schema, rel.name, OWNER, None, False, False, False, False
-    for item in snap.items:
+    for item in snap.relations:
         if _kind(item) == "r":
             yield "public", item.name, OWNER, None, False, False, False, False
 
@@ -308,7 +325,7 @@ def _pg_views(snap: Snapshot):
     for rel in RELATIONS:
         if rel.kind == "v":
             yield rel.schema, rel.name, OWNER, None
-    for item in snap.items:
+    for item in snap.relations:
         if _kind(item) == "v":
             yield "public", item.name, OWNER, item.sql
 
@@ -322,6 +339,32 @@ def _subscriptions(snap: Snapshot):
         yield (f"s{sub.id}", sub.ctx.backend_pid, "default",
                datetime.datetime.fromtimestamp(sub.created_at, datetime.UTC), inputs,
                sub.user, what, stmt.output.label, sub.rows_sent)
+
+
+def _source_statuses(snap: Snapshot):
+    """One row per source and per table fed by one, from the running source runners."""
+    manager = snap.sources
+    if manager is None:
+        return
+    by_name = {i.name: i for i in snap.items}
+    for name, kind, status, error in manager.status_rows():
+        item = by_name.get(name)
+        if item is None:
+            continue
+        runner, table_name = None, None
+        if item.kind == "source":
+            runner = manager.runners.get(item.id)
+        elif item.source_id is not None:
+            runner, table_name = manager.runners.get(item.source_id), item.name
+        state = getattr(runner, "status", None)
+        changed = getattr(state, "updated_at", None)
+        progress = dict(getattr(state, "snapshot_rows", None) or {})
+        if table_name is not None:
+            progress = {table_name: progress[table_name]} if table_name in progress else {}
+        copied = sum(p[0] for p in progress.values()) if progress else None
+        expected = sum(p[1] for p in progress.values()) if progress else None
+        yield (item.id, name, kind, datetime.datetime.fromtimestamp(changed, datetime.UTC)
+               if changed else None, status, error, None, copied, expected)
 
 
 # -- the relations ------------------------------------------------------------------------------
@@ -489,11 +532,11 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("mz_internal", "mz_subscriptions", ("id text, session_id int4, cluster_id text, "
      "created_at timestamptz, referenced_object_ids text[], user_name text, sql text, "
      "output_mode text, rows_sent int8"), _subscriptions, "v"),
-    # Sources do not exist yet: no rows. Materialize's columns, plus snapshot progress
-    # (rows copied of rows expected) as in its mz_source_statistics.
+    # Materialize's columns, plus snapshot progress (rows copied of rows expected) as in
+    # its mz_source_statistics.
     ("mz_internal", "mz_source_statuses", ("id text, name text, type text, "
      "last_status_change_at timestamptz, status text, error text, details jsonb, "
-     "snapshot_records_staged int8, snapshot_records_known int8"), None, "v"),
+     "snapshot_records_staged int8, snapshot_records_known int8"), _source_statuses, "v"),
 ]
 
 
@@ -532,16 +575,36 @@ def build(rel: Relation, snap: Snapshot) -> SystemTable:
         values = [r[i] for r in rows]
         arrays.append(pa.array(values, arrow_type(t)))
     table = pa.Table.from_arrays(arrays, names=[physical(i) for i in range(len(types))])
-    return SystemTable(rel, table, names, types)
+    fingerprint = hashlib.blake2b(repr(rows).encode(), digest_size=16).hexdigest()
+    return SystemTable(rel, table, names, types, fingerprint)
+
+
+# Spark DataFrames of recent system tables, by relation and rows. Making one from
+# Arrow costs more than most catalog queries themselves, and most system
+# relations change only with DDL (pg_type, pg_namespace, ... never).
+_FRAMES: collections.OrderedDict[tuple, object] = collections.OrderedDict()
+_FRAMES_LOCK = threading.Lock()
+_FRAMES_KEPT = 64
 
 
 def dataframe(spark, system: SystemTable):
     """The rows as a Spark DataFrame, with column names and PostgreSQL types."""
     from pyspark.sql import functions as F
 
+    key = (id(spark), system.relation.qualified, system.fingerprint)
+    with _FRAMES_LOCK:
+        df = _FRAMES.get(key)
+        if df is not None:
+            _FRAMES.move_to_end(key)
+            return df
     ddl = ", ".join(f"{physical(i)} {t.spark}" for i, t in enumerate(system.column_types))
     df = spark.createDataFrame(system.table, schema=ddl)
-    return df.select(*[
+    df = df.select(*[
         F.col(physical(i)).alias(name, metadata=pg_metadata(t))
         for i, (name, t) in enumerate(zip(system.column_names, system.column_types))
     ])
+    with _FRAMES_LOCK:
+        _FRAMES[key] = df
+        while len(_FRAMES) > _FRAMES_KEPT:
+            _FRAMES.popitem(last=False)
+    return df

@@ -210,7 +210,9 @@ def check_value(item: Item, pos: int, value: object) -> object:
         d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
         if not d.is_finite():
             raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"cannot store {d} in a numeric column")
-        d = d.quantize(decimal.Decimal(1).scaleb(-s), rounding=decimal.ROUND_HALF_UP)
+        # The default context has 28 digits: too few for a plain numeric's 38 (scale 10).
+        d = d.quantize(decimal.Decimal(1).scaleb(-s), rounding=decimal.ROUND_HALF_UP,
+                       context=decimal.Context(prec=max(p, d.adjusted() + 1) + s + 1))
         if d.adjusted() >= p - s:
             raise SqlError(
                 NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow",
@@ -230,7 +232,13 @@ def check_value(item: Item, pos: int, value: object) -> object:
 
 # -- everything else, through Spark ---------------------------------------------------
 
-def coerce_sql(item: Item, positions: list[int], source_sql: str, width: int) -> str:
+def _parsed_in_python(t: SqlType) -> bool:
+    """Text Spark cannot cast to `t` as PostgreSQL would ('\\x..' bytea, '{..}' arrays)."""
+    return t.is_array or t.base.name == "bytea"
+
+
+def coerce_sql(item: Item, positions: list[int], source_sql: str, width: int,
+               source_types: list[SqlType] | None = None) -> str:
     """Spark SQL casting a query's columns to the target columns' storage types."""
     inner = ", ".join(f"__v{i}" for i in range(width))
     by_pos = dict(zip(positions, range(width)))
@@ -238,6 +246,11 @@ def coerce_sql(item: Item, positions: list[int], source_sql: str, width: int) ->
     for pos, column in enumerate(item.columns):
         if pos in by_pos:
             value = f"__v{by_pos[pos]}"
+            source = source_types[by_pos[pos]] if source_types else None
+            if source is not None and source.spark == "STRING" and _parsed_in_python(column.type):
+                # Left as text: arrow_to_updates reads it with PostgreSQL's input syntax.
+                cols.append(f"CAST({value} AS STRING) AS {physical(pos)}")
+                continue
         elif column.default is not None:
             from planner.parser import parse_one
 
@@ -273,6 +286,10 @@ def _checked_column(item: Item, pos: int, col: pa.ChunkedArray) -> pa.ChunkedArr
     if column.not_null and col.null_count:
         raise SqlError(NOT_NULL_VIOLATION,
                        f'null value in column "{column.name}" of relation "{item.name}" violates not-null constraint')
+    if pa.types.is_string(col.type) and _parsed_in_python(t):
+        values = [None if v is None else check_value(item, pos, decode_text(t, v.encode()))
+                  for v in col.to_pylist()]
+        return pa.chunked_array([pa.array(values, arrow_type(t))])
     if t.is_array or t.base.name not in _VALIDATED:
         return col
     if t.base.name in ("character", "character varying"):
@@ -302,6 +319,12 @@ def update_select(item: Item, stmt: st.Update) -> exp.Select:
     table = exp.Table(this=exp.to_identifier(item.name, quoted=True),
                       alias=exp.TableAlias(this=exp.to_identifier(stmt.alias)) if stmt.alias else None)
     old = [exp.alias_(exp.column(n, quoted=True), f"__old{i}") for i, n in enumerate(names)]
+    for i, n in enumerate(names):
+        value, t = assigned.get(n), item.columns[i].type
+        if isinstance(value, exp.Literal) and value.is_string and _parsed_in_python(t):
+            from planner.params import literal
+
+            assigned[n] = literal(decode_text(t, value.this.encode()), t)
     new = [exp.alias_(exp.Cast(this=assigned[n].copy(), to=exp.DataType.build(item.columns[i].type.spark, dialect="spark"))
                       if n in assigned else exp.column(n, quoted=True), f"__new{i}")
            for i, n in enumerate(names)]

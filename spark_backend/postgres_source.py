@@ -166,24 +166,25 @@ def describe_table(params: Params, reference: str, publication: str) -> Upstream
     return UpstreamTable(oid, schema, name, replident, cols)
 
 
-def drop_slot(params: Params, slot: str, attempts: int = 20) -> None:
-    """Drop a replication slot upstream, waiting for its walsender to let go."""
+def drop_slot(params: Params, slot: str, attempts: int = 20) -> bool:
+    """Drop a replication slot upstream, waiting for its walsender to let go; False if it is still there."""
     for _ in range(attempts):
         try:
             with _cursor(params) as cur:
                 cur.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,))
                 row = cur.fetchone()
                 if row is None:
-                    return
+                    return True
                 if row[0] is not None:
                     cur.execute("SELECT pg_terminate_backend(%s)", (row[0],))
                     time.sleep(0.2)
                     continue
                 cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-            return
+            return True
         except psycopg2.Error as exc:
             log.warning("dropping slot %s failed: %s", slot, exc)
             time.sleep(0.5)
+    return False
 
 
 # -- snapshots -------------------------------------------------------------------

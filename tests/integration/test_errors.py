@@ -1,0 +1,250 @@
+"""Bad input gets the right SQLSTATE and a message naming what was wrong; the
+session, other sessions and the server all carry on.
+
+One server for the module. Every case runs on the same connection, which must
+still answer afterwards; a bystander connection opened before any of them
+must too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import psycopg
+import pytest
+from psycopg import pq
+
+
+@pytest.fixture(scope="module")
+def setup(server):
+    with psycopg.connect(server.dsn, autocommit=True) as c:
+        c.execute("CREATE TABLE items (id int NOT NULL, small smallint, price numeric(5,2), "
+                  "code varchar(3), name text)")
+        c.execute("INSERT INTO items VALUES (1, 1, 1.50, 'abc', 'one'), (2, 0, 2.50, 'de', 'two')")
+        c.execute("CREATE VIEW cheap AS SELECT id, name FROM items WHERE price < 2")
+    return server
+
+
+@pytest.fixture(scope="module")
+def session(setup):
+    """One connection shared by every case: errors must not break it."""
+    with psycopg.connect(setup.dsn, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def bystander(setup):
+    with psycopg.connect(setup.dsn, autocommit=True) as c:
+        c.execute("BEGIN")
+        c.execute("INSERT INTO items VALUES (100, 1, 1.00, 'byr', 'bystander')")
+        yield c
+
+
+def _usable(conn, full: bool = False) -> None:
+    assert conn.info.transaction_status == pq.TransactionStatus.IDLE
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+    if full:
+        assert conn.execute("SELECT count(*) FROM items WHERE id IN (1, 2)").fetchone() == (2,)
+
+
+# (sql, sqlstate, fragments the message must contain)
+CASES = [
+    ("SELECT 1 +", "42601", ['"+"']),
+    ("SELECT * FROM items WHERE", "42601", ["WHERE"]),
+    ("SELECT * FROM nowhere", "42P01", ['"nowhere"']),
+    ("SELECT a.id FROM items JOIN nowhere a ON true", "42P01", ['"nowhere"']),
+    ("INSERT INTO nowhere VALUES (1)", "42P01", ['"nowhere"']),
+    ("UPDATE nowhere SET x = 1", "42P01", ['"nowhere"']),
+    ("DELETE FROM nowhere", "42P01", ['"nowhere"']),
+    ("DROP TABLE nowhere", "42P01", ['"nowhere"']),
+    ("SHOW COLUMNS FROM nowhere", "42P01", ['"nowhere"']),
+    ("SELECT no_such_col FROM items", "42703", ['"no_such_col"']),
+    ("SELECT id FROM items WHERE no_such_col = 1", "42703", ["no_such_col"]),
+    ("INSERT INTO items (id, no_such_col) VALUES (1, 2)", "42703", ['"no_such_col"', '"items"']),
+    ("UPDATE items SET no_such_col = 1", "42703", ['"no_such_col"']),
+    ("CREATE TABLE items (x int)", "42P07", ['"items"']),
+    ("CREATE VIEW cheap AS SELECT 1", "42P07", ['"cheap"']),
+    ("CREATE TABLE dup_cols (a int, a text)", "42701", ['"a"']),
+    ("GRANT SELECT ON items TO someone", "0A000", ["GRANT"]),
+    ("CREATE INDEX items_idx ON items (id)", "0A000", ["CREATE INDEX"]),
+    ("PREPARE p AS SELECT 1", "0A000", ["PREPARE"]),
+    ("TRUNCATE items", "0A000", ["TRUNCATE"]),
+    ("VACUUM items", "0A000", ["VACUUM"]),
+    ("LISTEN channel", "0A000", ["LISTEN"]),
+    ("CREATE TABLE pk (id int PRIMARY KEY)", "0A000", ["PRIMARY KEY"]),
+    ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING id", "0A000", ["RETURNING"]),
+    ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') ON CONFLICT DO NOTHING", "0A000", ["ON CONFLICT"]),
+    ("CREATE TABLE badtype (x frobnicator)", "42704", ['"frobnicator"']),
+    ("INSERT INTO items (id, small) VALUES (3, 70000)", "22003", ["smallint"]),
+    ("UPDATE items SET small = 70000 WHERE id = 1", "22003", ["70000"]),
+    ("INSERT INTO items (id, small) SELECT 3, 70000", "22003", ["70000"]),
+    ("SELECT 2147483647 + 1", "22003", ["out of range"]),
+    ("INSERT INTO items (id, price) VALUES (3, 1000.00)", "22003", ["numeric field overflow"]),
+    ("UPDATE items SET price = price * 1000", "22003", []),
+    ("INSERT INTO items (id, code) VALUES (3, 'abcd')", "22001", ["character varying(3)"]),
+    ("INSERT INTO items (id, code) SELECT 3, 'abcd'", "22001", ["character varying(3)"]),
+    ("UPDATE items SET code = 'toolong' WHERE id = 2", "22001", ["character varying(3)"]),
+    ("INSERT INTO items (id) VALUES (NULL)", "23502", ['"id"', '"items"']),
+    ("INSERT INTO items (name) VALUES ('no id')", "23502", ['"id"', '"items"']),
+    ("INSERT INTO items (id, name) SELECT NULL, 'x'", "23502", ['"id"']),
+    ("UPDATE items SET id = NULL WHERE id = 2", "23502", ['"id"']),
+    ("INSERT INTO items (id) VALUES ('abc')", "22P02", ["integer", '"abc"']),
+    ("SELECT 'abc'::int", "22P02", ["integer", '"abc"']),
+    ("SELECT '2024-13-45'::date", "22P02", ["date", "2024-13-45"]),
+    ("INSERT INTO items (id, price) VALUES (3, 'cheap')", "22P02", ["numeric", '"cheap"']),
+    ("SELECT 1 / 0", "22012", ["division by zero"]),
+    ("SELECT id / (small - small) FROM items", "22012", ["division by zero"]),
+    ("INSERT INTO cheap VALUES (5, 'five')", "42809", ['"cheap"']),
+    ("UPDATE cheap SET name = 'x'", "42809", ['"cheap"']),
+    ("DELETE FROM cheap", "42809", ['"cheap"']),
+    ("DROP VIEW items", "42809", ['"items"']),
+    ("DROP TABLE cheap", "42809", ['"cheap"']),
+    ("DROP TABLE items", "2BP01", ['"items"', "cheap"]),
+    ("INSERT INTO items (id) VALUES (1, 2)", "42601", ["more expressions than target columns"]),
+    ("INSERT INTO items VALUES (1, 2, 3, 'a', 'b', 'extra')", "42601", ["more expressions"]),
+    ("INSERT INTO items (id, name) VALUES (1)", "42601", ["more target columns"]),
+    ("SELECT nosuchfunc(1)", "42883", ["nosuchfunc"]),
+    ("SET nosuchvar = 1", "42704", ['"nosuchvar"']),
+    ("SHOW nosuchvar", "42704", ['"nosuchvar"']),
+    ("SET server_version = '1'", "55P02", ['"server_version"']),
+    ("FETCH 1 FROM nocursor", "34000", ['"nocursor"']),
+    ("CLOSE nocursor", "34000", ['"nocursor"']),
+    ("DECLARE c CURSOR FOR SELECT 1", "25P01", ["DECLARE CURSOR"]),
+    ("DEALLOCATE nostmt", "26000", ['"nostmt"']),
+    ("SELECT id,, name FROM items", "42601", ['","']),
+    ("CREATE TABLE t_bad_numeric (x numeric(50,2))", "22023", ["precision"]),
+    ("SELECT * FROM items AS OF 5", "22000", []),
+]
+
+
+@pytest.mark.parametrize("sql,sqlstate,fragments", CASES, ids=[c[0][:40] for c in CASES])
+def test_error(session, bystander, sql, sqlstate, fragments):
+    with pytest.raises(psycopg.Error) as info:
+        session.execute(sql)
+    err = info.value
+    assert err.sqlstate == sqlstate, f"{sql}: {err.sqlstate} {err}"
+    message = err.diag.message_primary or ""
+    for fragment in fragments:
+        assert fragment in message, f"{sql}: {message!r} lacks {fragment!r}"
+    _usable(session)
+    # The bystander's open transaction is untouched.
+    assert bystander.info.transaction_status == pq.TransactionStatus.INTRANS
+
+
+def test_failed_statement_changed_nothing(session, bystander):
+    # The bystander still sees its own uncommitted row; nobody else does.
+    assert bystander.execute("SELECT name FROM items WHERE id = 100").fetchone() == ("bystander",)
+    assert session.execute("SELECT count(*) FROM items WHERE id = 100").fetchone() == (0,)
+    _usable(session, full=True)
+    rows = session.execute("SELECT id, small, price, code, name FROM items ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == [1, 2]
+    assert rows[0][1:] == (1, __import__("decimal").Decimal("1.50"), "abc", "one")
+    assert session.execute("SHOW TABLES").fetchall() == [("items",)]
+    assert session.execute("SHOW VIEWS").fetchall() == [("cheap",)]
+
+
+def test_syntax_error_position(session):
+    with pytest.raises(psycopg.errors.SyntaxError) as info:
+        session.execute("SELECT id,, name FROM items")
+    assert info.value.diag.statement_position == "11"  # 1-based, at the second comma
+    with pytest.raises(psycopg.errors.SyntaxError) as info:
+        session.execute("SELECT 1; SELECT 2 +;")
+    assert info.value.diag.statement_position == "20"  # counted in the whole query string
+    _usable(session)
+
+
+def test_unsupported_statement_names_itself(session):
+    for sql, name in [("ALTER TABLE items ADD COLUMN x int", "ALTER TABLE"),
+                      ("CREATE SEQUENCE s", "CREATE SEQUENCE"), ("EXECUTE p", "EXECUTE"),
+                      ("CALL proc()", "CALL")]:
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as info:
+            session.execute(sql)
+        assert name in str(info.value), sql
+    _usable(session)
+
+
+def test_bad_parameters_extended_protocol(session):
+    # psycopg sends a str as an untyped parameter: the server types it from the column.
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation) as info:
+        session.execute("INSERT INTO items (id) VALUES (%s)", ["abc"])
+    assert '"abc"' in str(info.value)
+    with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+        session.execute("SELECT name FROM items WHERE id = %s", ["abc"])
+    with pytest.raises(psycopg.errors.NumericValueOutOfRange):
+        session.execute("INSERT INTO items (id, small) VALUES (3, %s)", [70000])
+    with pytest.raises(psycopg.errors.NotNullViolation):
+        session.execute("INSERT INTO items (id) VALUES (%s)", [None])
+    with pytest.raises(psycopg.errors.StringDataRightTruncation):
+        session.execute("INSERT INTO items (id, code) VALUES (3, %s)", ["abcd"])
+    _usable(session)
+
+    # Raw Parse/Bind with declared types and formats.
+    pg = session.pgconn
+    res = pg.exec_params(b"SELECT $1 + 1", [b"abc"], [23], [0])
+    assert res.status == pq.ExecStatus.FATAL_ERROR
+    assert res.error_field(pq.DiagnosticField.SQLSTATE) == b"22P02"
+    res = pg.exec_params(b"SELECT $1 + 1", [b"\x00\x01"], [23], [1])  # 2 bytes for an int4
+    assert res.status == pq.ExecStatus.FATAL_ERROR
+    assert res.error_field(pq.DiagnosticField.SQLSTATE) == b"22P03"
+    res = pg.exec_params(b"SELECT $1::int + 1", [b"41"], [0], [0])
+    assert res.status == pq.ExecStatus.TUPLES_OK and res.get_value(0, 0) == b"42"
+    res = pg.prepare(b"two", b"SELECT $1::int + $2::int")
+    assert res.status == pq.ExecStatus.COMMAND_OK
+    res = pg.exec_prepared(b"two", [b"1"])  # one value for two parameters
+    assert res.status == pq.ExecStatus.FATAL_ERROR
+    assert res.error_field(pq.DiagnosticField.SQLSTATE) == b"08P01"
+    res = pg.exec_prepared(b"missing", [])
+    assert res.error_field(pq.DiagnosticField.SQLSTATE) == b"26000"
+    _usable(session)
+
+
+def test_asyncpg_errors_leave_connection_usable(setup):
+    async def go():
+        con = await asyncpg.connect(host="127.0.0.1", port=setup.port, user="materialize",
+                                    database="materialize", ssl="disable")
+        try:
+            with pytest.raises(asyncpg.UndefinedTableError):
+                await con.fetch("SELECT * FROM nowhere")
+            with pytest.raises(asyncpg.PostgresSyntaxError):
+                await con.fetch("SELECT 1 +")
+            with pytest.raises(asyncpg.DivisionByZeroError):
+                await con.fetch("SELECT id / $1 FROM items", 0)
+            with pytest.raises(asyncpg.NotNullViolationError):
+                await con.execute("INSERT INTO items (id) VALUES ($1)", None)
+            with pytest.raises(asyncpg.StringDataRightTruncationError):
+                await con.execute("INSERT INTO items (id, code) VALUES ($1, $2)", 3, "abcd")
+            return await con.fetchval("SELECT count(*) FROM items WHERE id IN (1, 2)")
+        finally:
+            await con.close()
+
+    assert asyncio.run(asyncio.wait_for(go(), 120)) == 2
+
+
+def test_error_in_transaction_then_rollback(session):
+    session.execute("BEGIN")
+    session.execute("INSERT INTO items (id, name) VALUES (50, 'in txn')")
+    with pytest.raises(psycopg.errors.NumericValueOutOfRange):
+        session.execute("INSERT INTO items (id, small) VALUES (51, 99999)")
+    with pytest.raises(psycopg.errors.InFailedSqlTransaction):
+        session.execute("SELECT 1")
+    session.execute("ROLLBACK")
+    _usable(session)
+    assert session.execute("SELECT count(*) FROM items WHERE id = 50").fetchone() == (0,)
+
+
+def test_ddl_inside_transaction_is_rejected(session):
+    session.execute("BEGIN")
+    with pytest.raises(psycopg.errors.ActiveSqlTransaction):
+        session.execute("CREATE TABLE in_txn (x int)")
+    session.execute("ROLLBACK")
+    _usable(session)
+
+
+def test_server_survived(setup, bystander):
+    assert setup.proc.poll() is None
+    with psycopg.connect(setup.dsn, autocommit=True) as fresh:
+        assert fresh.execute("SELECT count(*) FROM items").fetchone() == (2,)
+    bystander.execute("COMMIT")
+    with psycopg.connect(setup.dsn, autocommit=True) as fresh:
+        assert fresh.execute("SELECT name FROM items WHERE id = 100").fetchone() == ("bystander",)

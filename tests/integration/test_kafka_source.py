@@ -1,0 +1,797 @@
+"""Kafka sources end to end (issue 6): a real Kafka-protocol broker, a real
+sparkwire server, real clients (confluent-kafka producing, psycopg reading).
+
+One broker (`noida-db`, started here on a free port with a fresh data
+directory) and one sparkwire server (restartable on its data directory) for
+the module. Ingestion is asynchronous and slow on a loaded machine: every
+check polls with a deadline instead of sleeping a fixed time.
+
+Covers: CREATE CONNECTION ... TO KAFKA checked on creation; CREATE SOURCE ...
+(TOPIC ...); the source relation's progress; multi-partition topics; KEY/VALUE
+FORMAT TEXT, BYTES, JSON, CSV; INCLUDE metadata with and without AS; ENVELOPE
+NONE and UPSERT; ENVELOPE UPSERT (ORDER BY (...)) with every example of the
+upsert-order-by seed and its persisted-vs-incoming table; the issue's example
+with SUBSCRIBE; the single-statement form (<name>_progress + <name>); decode
+errors (error state per key, VALUE DECODING ERRORS = INLINE); exactly once
+across kill -9; a broker outage (stalled, then resumed without loss); the
+ORDER BY across a restart.
+
+KEEP_KAFKA_TEST_DIRS=1 keeps the server's data directory and log for a look afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support import ServerProcess, free_port
+
+NOIDA = Path(sys.executable).parent / "noida-db"
+DISTINCT_RECORDS = "count(DISTINCT CAST(partition AS TEXT) || '/' || CAST(\"offset\" AS TEXT))"
+OIDS = {16: "bool", 17: "bytea", 20: "bigint", 23: "integer", 25: "text", 1114: "timestamp", 3802: "jsonb"}
+
+
+def rec(**fields) -> dict:
+    """One record to produce: key, value, timestamp (ms), partition, headers."""
+    return fields
+
+
+def ts(ms: int) -> datetime.datetime:
+    """A Kafka timestamp (ms since the epoch) as the naive UTC timestamp sparkwire returns."""
+    return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+
+
+# -- the broker and the server ---------------------------------------------------------
+
+class Broker:
+    """`noida-db start --only kafka` in the foreground, restartable on the same data dir and port."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.base = Path(tempfile.mkdtemp(prefix="sparkwire-kafka-"))
+        self.data_dir = self.base / "noida"
+        self.proc: subprocess.Popen | None = None
+        self.log = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90.0) -> None:
+        self.log = open(self.base / "noida.log", "ab")  # noqa: SIM115 - closed in stop()
+        # Its own process group: the wrapper starts the real broker as a child.
+        self.proc = subprocess.Popen(
+            [str(NOIDA), "start", "--data-dir", str(self.data_dir), "--only", "kafka",
+             "--kafka-port", str(self.port)],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"noida-db exited early:\n{self.log_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"noida-db did not listen in time:\n{self.log_text()}") from None
+                time.sleep(0.2)
+        # Listening is not serving yet: wait for metadata.
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        while True:
+            try:
+                admin.list_topics(timeout=5)
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        # The port must be free again before a restart on it.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    time.sleep(0.2)
+            except OSError:
+                break
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def log_text(self) -> str:
+        try:
+            return (self.base / "noida.log").read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+    def create_topic(self, name: str, partitions: int = 1) -> str:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
+                                                config={"retention.ms": "-1"})])
+        for f in futures.values():
+            f.result(timeout=30)
+        return name
+
+    def send(self, topic: str, *records: dict) -> None:
+        """Produce records (dicts of key, value, timestamp, partition, headers) and wait for the acks."""
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        failures = []
+
+        def delivered(err, msg):
+            if err is not None:
+                failures.append(err)
+
+        for r in records:
+            producer.produce(topic, on_delivery=delivered, **r)
+            producer.poll(0)
+        assert producer.flush(60) == 0, "records not delivered in time"
+        assert not failures, failures
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+class Node:
+    """The sparkwire server on one data directory, restartable (kill -9 included)."""
+
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="sparkwire-kafka-node-"))
+        self.data_dir = str(self.base / "data")
+        self.proc: ServerProcess | None = None
+
+    def start(self) -> None:
+        self.proc = ServerProcess(data_dir=self.data_dir).start()
+        self.proc.wait_ready()
+
+    def kill9(self) -> None:
+        self.proc.kill9()
+        self.proc.stop()  # closes the log file
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.proc.dsn, autocommit=True)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.kill9()  # the data is thrown away: no need to wait for a clean shutdown
+        if not os.environ.get("KEEP_KAFKA_TEST_DIRS"):
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def broker():
+    b = Broker()
+    try:
+        b.start()
+        yield b
+    finally:
+        b.cleanup()
+
+
+@pytest.fixture(scope="module")
+def node(broker):
+    n = Node()
+    try:
+        n.start()
+        with n.connect() as c:
+            # The issue's connection, named as in its example.
+            c.execute(f"CREATE CONNECTION kafka TO KAFKA (BROKER '{broker.bootstrap}')")
+        yield n
+    finally:
+        n.close()
+
+
+@pytest.fixture
+def conn(node):
+    with node.connect() as c:
+        yield c
+
+
+@pytest.fixture(autouse=True)
+def drop_sources_afterwards(node):
+    """Each test's sources and tables go when it ends: idle consumers cost a loaded machine."""
+    yield
+    with node.connect() as c:
+        for name, kind, *_ in c.execute("SHOW SOURCES").fetchall():
+            if kind == "kafka":
+                c.execute(f'DROP SOURCE IF EXISTS "{name}" CASCADE')
+        left = c.execute("SHOW SOURCES").fetchall()
+        assert left == [], f"DROP SOURCE ... CASCADE left {left}"
+
+
+# -- waiting ------------------------------------------------------------------------
+
+def eventually(check, what: str, timeout: float = 60.0):
+    """Poll `check` until it returns something truthy; its last result or error explains a timeout."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = check()
+            if result:
+                return result
+            last = result
+        except (psycopg.Error, AssertionError) as exc:
+            last = exc
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
+        time.sleep(0.75)  # each poll is a Spark query competing with ingestion for the cores
+
+
+def wait_rows(conn, sql: str, expected: list[tuple], timeout: float = 60.0) -> None:
+    last: list = []
+
+    def check():
+        nonlocal last
+        last = conn.execute(sql).fetchall()
+        return last == expected
+
+    try:
+        eventually(check, f"{sql!r} to return {expected!r}", timeout)
+    except pytest.fail.Exception:
+        assert last == expected
+        raise
+
+
+def read_error(conn, sql: str) -> psycopg.Error | None:
+    try:
+        conn.execute(sql).fetchall()
+    except psycopg.Error as exc:
+        return exc
+    return None
+
+
+def wait_error(conn, sql: str, *fragments: str, timeout: float = 60.0) -> psycopg.Error:
+    """Wait until reading fails with an error whose message contains every fragment."""
+    def check():
+        err = read_error(conn, sql)
+        return err if err is not None and all(f in str(err) for f in fragments) else None
+
+    last = None
+
+    def check_noting():
+        nonlocal last
+        last = read_error(conn, sql)
+        return check()
+
+    try:
+        return eventually(check_noting, f"{sql!r} to fail mentioning {fragments}", timeout)
+    except pytest.fail.Exception:
+        raise AssertionError(f"{sql!r} never failed mentioning {fragments}; last error: {last}") from None
+
+
+def columns(conn, relation: str) -> list[tuple[str, str]]:
+    cur = conn.execute(f"SELECT * FROM {relation} LIMIT 0")
+    return [(d.name, OIDS.get(d.type_code, str(d.type_code))) for d in cur.description]
+
+
+def source_rows(conn) -> dict[str, tuple]:
+    return {r[0]: r[1:] for r in conn.execute("SHOW SOURCES").fetchall()}
+
+
+# -- connections and sources -------------------------------------------------------------
+
+def test_connection_is_checked_on_creation(conn, broker):
+    dead = f"127.0.0.1:{free_port()}"
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute(f"CREATE CONNECTION dead TO KAFKA (BROKER '{dead}')")
+    assert "cannot reach Kafka broker" in str(exc.value) and dead in str(exc.value)
+    assert exc.value.sqlstate == "08006"
+    names = [r[0] for r in conn.execute("SHOW CONNECTIONS").fetchall()]
+    assert "dead" not in names and "kafka" in names
+    # Without validation it is created (and the broker is only contacted by a source).
+    conn.execute(f"CREATE CONNECTION dead_unchecked TO KAFKA (BROKER '{dead}') WITH (VALIDATE = false)")
+    # Security options are passed through to the client: PLAINTEXT works against the test broker.
+    conn.execute(f"CREATE CONNECTION kplain TO KAFKA (BROKER '{broker.bootstrap}', "
+                 "SECURITY PROTOCOL = 'PLAINTEXT')")
+    with pytest.raises(psycopg.Error, match="(?i)unrecognized CONNECTION option"):
+        conn.execute(f"CREATE CONNECTION kbad TO KAFKA (BROKER '{broker.bootstrap}', FLAVOR 'x')")
+
+
+def test_source_needs_an_existing_topic(conn, broker):
+    broker.create_topic("present")
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute("CREATE SOURCE nope FROM KAFKA CONNECTION kafka (TOPIC 'absent')")
+    assert 'topic "absent" does not exist' in str(exc.value)
+    with pytest.raises(psycopg.Error, match="TOPIC"):
+        conn.execute("CREATE SOURCE nope FROM KAFKA CONNECTION kafka")
+    with pytest.raises(psycopg.Error, match="(?i)unrecognized KAFKA source option"):
+        conn.execute("CREATE SOURCE nope FROM KAFKA CONNECTION kafka (TOPIC 'present', COLOR 'red')")
+    with pytest.raises(psycopg.Error, match="unknown connection"):
+        conn.execute("CREATE SOURCE nope FROM KAFKA CONNECTION missing (TOPIC 'present')")
+    assert "nope" not in source_rows(conn)
+    conn.execute("CREATE SOURCE present FROM KAFKA CONNECTION kafka (TOPIC 'present')")
+    with pytest.raises(psycopg.Error, match='reads topic "present"'):
+        conn.execute("CREATE TABLE wrong_ref FROM SOURCE present (REFERENCE other) FORMAT TEXT")
+
+
+def test_source_relation_before_any_ingestion(conn, broker):
+    broker.create_topic("quiet", 2)
+    conn.execute("CREATE SOURCE quiet FROM KAFKA CONNECTION kafka (TOPIC 'quiet')")
+    # Nothing ingested yet: no progress rows, but a relation with the progress columns.
+    assert conn.execute("SELECT * FROM quiet").fetchall() == []
+    assert [n for n, _ in columns(conn, "quiet")] == ["partition", "offset"]
+
+
+def test_multi_partition_topic_and_progress(conn, broker):
+    broker.create_topic("multi", 3)
+    per_partition = {0: 2, 1: 3, 2: 1}
+    records = [rec(key=f"k{p}-{i}".encode(), value=f"v{p}-{i}".encode(), partition=p, timestamp=1000 + i)
+               for p, n in per_partition.items() for i in range(n)]
+    broker.send("multi", *records)
+    conn.execute("CREATE SOURCE multi FROM KAFKA CONNECTION kafka (TOPIC 'multi')")
+    conn.execute("CREATE TABLE multi_rows FROM SOURCE multi (REFERENCE multi) "
+                 "FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    expected = sorted((f"v{p}-{i}", p, i) for p, n in per_partition.items() for i in range(n))
+    wait_rows(conn, 'SELECT text, partition, "offset" FROM multi_rows ORDER BY 1', expected)
+    # The source relation: the next offset to read per partition.
+    wait_rows(conn, 'SELECT partition, "offset" FROM multi ORDER BY partition', sorted(per_partition.items()))
+    assert columns(conn, "multi") == [("partition", "integer"), ("offset", "bigint")]
+    assert source_rows(conn)["multi"][:2] == ("kafka", "running")
+    assert source_rows(conn)["multi_rows"][:2] == ("table", "running")
+
+
+# -- formats and metadata ------------------------------------------------------------
+
+def test_formats_and_included_metadata(conn, broker):
+    broker.create_topic("fmt")
+    t0 = 1_700_000_000_000
+    broker.send("fmt",
+                rec(key=b"k1", value=b"[1,2]", timestamp=t0, headers=[("h1", b"x"), ("h2", None)]),
+                rec(key=b"k2", value=b"[3,4]", timestamp=t0 + 1500))
+    conn.execute("CREATE SOURCE fmt FROM KAFKA CONNECTION kafka (TOPIC 'fmt')")
+    tables = {
+        "fmt_bytes": ("KEY FORMAT BYTES VALUE FORMAT BYTES INCLUDE KEY AS k",
+                      [("k", "bytea"), ("data", "bytea")],
+                      [(b"k1", b"[1,2]"), (b"k2", b"[3,4]")]),
+        "fmt_json": ("VALUE FORMAT JSON",
+                     [("data", "jsonb")],
+                     [([1, 2],), ([3, 4],)]),
+        "fmt_csv": ("VALUE FORMAT CSV WITH 2 COLUMNS",
+                    [("column1", "text"), ("column2", "text")],
+                    [("[1", "2]"), ("[3", "4]")]),
+        "fmt_meta": (("KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE KEY AS k, PARTITION AS p, OFFSET AS o, "
+                      "TIMESTAMP AS t, HEADERS AS h"),
+                     [("k", "text"), ("text", "text"), ("p", "integer"), ("o", "bigint"), ("t", "timestamp"),
+                      ("h", "jsonb")],
+                     [("k1", "[1,2]", 0, 0, ts(t0), [{"key": "h1", "value": "x"}, {"key": "h2", "value": None}]),
+                      ("k2", "[3,4]", 0, 1, ts(t0 + 1500), [])]),
+        "fmt_meta_default": ("FORMAT TEXT INCLUDE PARTITION, OFFSET, TIMESTAMP, HEADERS, KEY",
+                             [("key", "text"), ("text", "text"), ("partition", "integer"), ("offset", "bigint"),
+                              ("timestamp", "timestamp"), ("headers", "jsonb")],
+                             None),
+        "fmt_upsert_json": ("KEY FORMAT JSON VALUE FORMAT TEXT ENVELOPE UPSERT",
+                            [("key", "jsonb"), ("text", "text")],
+                            None),
+    }
+    for name, (clauses, _, _) in tables.items():
+        conn.execute(f"CREATE TABLE {name} FROM SOURCE fmt (REFERENCE fmt) {clauses}")
+    for name, (_, cols, _) in tables.items():
+        assert columns(conn, name) == cols, name
+    for name, (_, _, rows) in tables.items():
+        if rows is not None:
+            wait_rows(conn, f"SELECT * FROM {name} ORDER BY 1", rows)
+    wait_rows(conn, "SELECT key, text, partition, \"offset\", timestamp FROM fmt_meta_default ORDER BY 1",
+              [("k1", "[1,2]", 0, 0, ts(t0)), ("k2", "[3,4]", 0, 1, ts(t0 + 1500))])
+    # A JSON key that is not valid JSON is a key decode error (b"k1" is not JSON).
+    wait_error(conn, "SELECT * FROM fmt_upsert_json", "fmt_upsert_json", "offset 0")
+    # Bad clauses fail with clear errors and create nothing.
+    bad = {
+        "FORMAT AVRO": "AVRO",
+        "VALUE FORMAT CSV WITH 0 COLUMNS": "CSV",
+        "FORMAT XML": "unknown format XML",
+        "FORMAT TEXT INCLUDE TOPIC": "TOPIC",
+        "FORMAT TEXT INCLUDE OFFSET, OFFSET AS o2": "more than once",
+        "FORMAT TEXT INCLUDE OFFSET AS text": 'column "text"',
+        "VALUE FORMAT TEXT ENVELOPE UPSERT": "needs a key",
+        "VALUE FORMAT TEXT INCLUDE KEY": "key format",
+        "FORMAT TEXT ENVELOPE DEBEZIUM": "DEBEZIUM",
+        "FORMAT TEXT ENVELOPE NONE (VALUE DECODING ERRORS = INLINE)": "syntax error",
+    }
+    for clauses, fragment in bad.items():
+        with pytest.raises(psycopg.Error) as exc:
+            conn.execute(f"CREATE TABLE fmt_bad FROM SOURCE fmt (REFERENCE fmt) {clauses}")
+        assert fragment in str(exc.value), (clauses, str(exc.value))
+        assert "fmt_bad" not in source_rows(conn)
+
+
+# -- envelopes ------------------------------------------------------------------------
+
+def test_envelope_none_appends_every_record(conn, broker):
+    broker.create_topic("appends", 2)
+    broker.send("appends", *[rec(key=k, value=v, timestamp=1000) for k, v in
+                             [(b"a", b"1"), (b"a", b"1"), (b"b", b"2"), (b"a", b"3"), (None, b"4")]])
+    conn.execute("CREATE SOURCE appends FROM KAFKA CONNECTION kafka (TOPIC 'appends')")
+    conn.execute("CREATE TABLE appends_t FROM SOURCE appends (REFERENCE appends) "
+                 "KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE KEY ENVELOPE NONE")
+    # Duplicates stay; a record without a key has a NULL key under ENVELOPE NONE.
+    wait_rows(conn, "SELECT key, text FROM appends_t ORDER BY text, key",
+              [("a", "1"), ("a", "1"), ("b", "2"), ("a", "3"), (None, "4")])
+
+
+def test_envelope_upsert_latest_value_and_tombstones(conn, broker):
+    broker.create_topic("kv", 2)
+    broker.send("kv", *[rec(key=k, value=v, timestamp=t) for k, v, t in [
+        (b"a", b"1", 3000), (b"b", b"1", 3000), (b"c", b"1", 3000),
+        (b"a", b"2", 1000),   # an older timestamp, a later offset: the default order is the offset
+        (b"b", None, 3000),   # tombstone
+        (b"d", None, 3000),   # tombstone of a key never seen
+        (b"c", None, 3000), (b"c", b"3", 3000),  # deleted, then back
+    ]])
+    conn.execute("CREATE SOURCE kv FROM KAFKA CONNECTION kafka (TOPIC 'kv')")
+    conn.execute("CREATE TABLE kv_t FROM SOURCE kv (REFERENCE kv) KEY FORMAT TEXT VALUE FORMAT TEXT "
+                 "ENVELOPE UPSERT")
+    wait_rows(conn, "SELECT * FROM kv_t ORDER BY key", [("a", "2"), ("c", "3")])
+
+
+# -- ENVELOPE UPSERT (ORDER BY ...) ----------------------------------------------------
+
+SEED_VALID = [
+    "INCLUDE TIMESTAMP ENVELOPE UPSERT ( ORDER BY ( TIMESTAMP, OFFSET ) ASC )",
+    "INCLUDE TIMESTAMP AS ts, OFFSET AS o ENVELOPE UPSERT ( ORDER BY ( ts, o ) )",
+    "INCLUDE OFFSET AS o ENVELOPE UPSERT ( ORDER BY ( o ) )",
+]
+SEED_SYNTAX_ERRORS = {
+    "INCLUDE TIMESTAMP ENVELOPE UPSERT ( ORDER BY TIMESTAMP, OFFSET )": "parentheses",
+    "INCLUDE TIMESTAMP AS ts, OFFSET AS o ENVELOPE UPSERT ( ORDER BY ( ts, o ) DESC )": "DESC",
+}
+SEED_SEMANTIC_ERRORS = {
+    # OFFSET is not one of the ORDER BY columns.
+    "INCLUDE OFFSET ENVELOPE UPSERT ( ORDER BY ( TIMESTAMP ) )": "OFFSET",
+    # TIMESTAMP is not included.
+    "INCLUDE OFFSET ENVELOPE UPSERT ( ORDER BY ( TIMESTAMP, OFFSET ) )": "INCLUDE TIMESTAMP",
+    # p is not the TIMESTAMP or OFFSET column.
+    "INCLUDE PARTITION AS p ENVELOPE UPSERT ( ORDER BY ( p ) )": "PARTITION",
+}
+
+
+def test_order_by_seed_examples(conn, broker):
+    broker.create_topic("ob")
+    formats = "KEY FORMAT TEXT VALUE FORMAT TEXT"
+    for i, clauses in enumerate(SEED_VALID):
+        # The seed's form: CREATE SOURCE ... <clauses>, creating ob<i>_progress and ob<i>.
+        conn.execute(f"CREATE SOURCE ob{i} FROM KAFKA CONNECTION kafka (TOPIC 'ob') {formats} {clauses}")
+        conn.execute(f"CREATE SOURCE obs{i} FROM KAFKA CONNECTION kafka (TOPIC 'ob')")
+        conn.execute(f"CREATE TABLE obt{i} FROM SOURCE obs{i} (REFERENCE ob) {formats} {clauses}")
+        assert f"ob{i}_progress" in source_rows(conn) and f"ob{i}" in source_rows(conn)
+    assert [n for n, _ in columns(conn, "ob0")] == ["key", "text", "timestamp"]
+    assert [n for n, _ in columns(conn, "ob1")] == ["key", "text", "ts", "o"]
+    assert [n for n, _ in columns(conn, "ob2")] == ["key", "text", "o"]
+    conn.execute("CREATE SOURCE obs_bad FROM KAFKA CONNECTION kafka (TOPIC 'ob')")
+    cases = [(c, f, psycopg.errors.SyntaxError) for c, f in SEED_SYNTAX_ERRORS.items()]
+    cases += [(c, f, None) for c, f in SEED_SEMANTIC_ERRORS.items()]
+    cases += [
+        ("INCLUDE TIMESTAMP ENVELOPE UPSERT ( ORDER BY ( TIMESTAMP ) )", "OFFSET", None),
+        ("INCLUDE OFFSET AS o ENVELOPE UPSERT ( ORDER BY ( o, o ) )", "more than once", None),
+        ("INCLUDE OFFSET AS o ENVELOPE UPSERT ( ORDER BY ( nope, o ) )", '"nope"', None),
+        ("INCLUDE OFFSET AS o ENVELOPE UPSERT ( ORDER BY ( o ) ASC", "", psycopg.errors.SyntaxError),
+        ("INCLUDE OFFSET AS o ENVELOPE UPSERT ( ORDER BY ( ) )", "", psycopg.errors.SyntaxError),
+        ("INCLUDE OFFSET AS o ENVELOPE NONE ( ORDER BY ( o ) )", "", psycopg.errors.SyntaxError),
+    ]
+    for clauses, fragment, kind in cases:
+        for stmt in (f"CREATE SOURCE obx FROM KAFKA CONNECTION kafka (TOPIC 'ob') {formats} {clauses}",
+                     f"CREATE TABLE obx FROM SOURCE obs_bad (REFERENCE ob) {formats} {clauses}"):
+            with pytest.raises(psycopg.Error) as exc:
+                conn.execute(stmt)
+            err = exc.value
+            assert fragment in str(err), (stmt, str(err))
+            if kind is not None:
+                assert isinstance(err, kind), (stmt, type(err), str(err))
+            else:
+                assert not isinstance(err, psycopg.errors.SyntaxError), (stmt, str(err))
+            # A caret, if any, points into the statement at the offending clause, not elsewhere.
+            pos = err.diag.statement_position
+            if pos is not None:
+                assert int(pos) - 1 >= stmt.index("ENVELOPE"), (stmt, pos, str(err))
+            # Nothing is left behind, not even the single-statement form's progress source.
+            rows = source_rows(conn)
+            assert "obx" not in rows and "obx_progress" not in rows, (stmt, rows)
+    # Options in one parenthesized, comma-separated list.
+    conn.execute(f"CREATE TABLE ob_opts FROM SOURCE obs_bad (REFERENCE ob) {formats} INCLUDE TIMESTAMP AS ts, "
+                 "OFFSET AS o ENVELOPE UPSERT (ORDER BY (ts, o), VALUE DECODING ERRORS = INLINE)")
+    assert [n for n, _ in columns(conn, "ob_opts")] == ["key", "text", "error", "ts", "o"]
+
+
+def test_seed_persisted_vs_incoming(conn, broker):
+    """The seed's example table, offsets and timestamps as given."""
+    broker.create_topic("seed")
+
+    def v(s):
+        return json.dumps({"v": s}).encode()
+
+    # Previously persisted (offset 0 is a bystander so that the seed's offsets line up).
+    broker.send("seed",
+                rec(key=b"key0", value=v("zero"), timestamp=50),     # offset 0
+                rec(key=b"key1", value=v("old1"), timestamp=100),    # offset 1
+                rec(key=b"key2", value=v("old2"), timestamp=201),    # offset 2
+                rec(key=b"key3", value=b"{some_error1", timestamp=150),  # offset 3
+                rec(key=b"key4", value=v("old4"), timestamp=300))    # offset 4
+    conn.execute("CREATE SOURCE seed FROM KAFKA CONNECTION kafka (TOPIC 'seed')")
+    conn.execute("CREATE TABLE seed_t FROM SOURCE seed (REFERENCE seed) KEY FORMAT TEXT VALUE FORMAT JSON "
+                 "INCLUDE TIMESTAMP AS ts, OFFSET AS o ENVELOPE UPSERT (ORDER BY (ts, o))")
+    wait_rows(conn, 'SELECT * FROM seed', [(0, 5)])
+    err = wait_error(conn, "SELECT * FROM seed_t", "'key3'", "offset 3")
+    assert "invalid JSON" in str(err)
+    # Incoming: the error is the newest by offset but the oldest by timestamp; it still wins.
+    broker.send("seed",
+                rec(key=b"key1", value=v("new1"), timestamp=200),    # offset 5
+                rec(key=b"key2", value=v("new2"), timestamp=200),    # offset 6
+                rec(key=b"key4", value=v("new4"), timestamp=300),    # offset 7
+                rec(key=b"key3", value=b"{some_error2", timestamp=100))  # offset 8
+    err = wait_error(conn, "SELECT * FROM seed_t", "'key3'", "offset 8")
+    assert "offset 3" not in str(err), str(err)
+    assert "(and" not in str(err), "only key3 is in error"
+    # A tombstone (even with an old timestamp) replaces the error; the rest is the seed's Upsert Output.
+    broker.send("seed", rec(key=b"key3", value=None, timestamp=1))  # offset 9
+    wait_rows(conn, "SELECT key, data, ts, o FROM seed_t ORDER BY key", [
+        ("key0", {"v": "zero"}, ts(50), 0),
+        ("key1", {"v": "new1"}, ts(200), 5),   # (200, 5) > (100, 1)
+        ("key2", {"v": "old2"}, ts(201), 2),   # (200, 6) < (201, 2)
+        ("key4", {"v": "new4"}, ts(300), 7),   # (300, 7) > (300, 4)
+    ])
+
+
+def test_order_by_within_a_batch_and_tombstones(conn, broker):
+    broker.create_topic("inbatch")
+    broker.send("inbatch", *[rec(key=k, value=v, timestamp=t) for k, v, t in [
+        (b"k1", b"v1", 300), (b"k1", b"v2", 100), (b"k1", b"v3", 300),  # tie on 300: the later offset
+        (b"k2", b"v1", 500), (b"k2", None, 400),                       # an older tombstone loses
+        (b"k3", b"v1", 100), (b"k3", None, 600),                       # a newer tombstone deletes
+        (b"k4", None, 100),
+    ]])
+    conn.execute("CREATE SOURCE inbatch FROM KAFKA CONNECTION kafka (TOPIC 'inbatch') KEY FORMAT TEXT "
+                 "VALUE FORMAT TEXT INCLUDE TIMESTAMP ENVELOPE UPSERT ( ORDER BY ( TIMESTAMP, OFFSET ) ASC )")
+    wait_rows(conn, "SELECT * FROM inbatch ORDER BY key", [("k1", "v3", ts(300)), ("k2", "v1", ts(500))])
+    broker.send("inbatch", *[rec(key=k, value=v, timestamp=t) for k, v, t in [
+        (b"k1", b"older", 200), (b"k2", None, 600), (b"k3", b"back", 50), (b"k5", b"m", 1)]])
+    wait_rows(conn, "SELECT * FROM inbatch ORDER BY key",
+              [("k1", "v3", ts(300)), ("k3", "back", ts(50)), ("k5", "m", ts(1))])
+
+
+# -- the issue's example ------------------------------------------------------------------
+
+def test_issue_example_with_subscribe(conn, node, broker):
+    broker.create_topic("events", 2)
+    broker.send("events", rec(key=b"a", value=b'{"n": 1}', timestamp=1000),
+                rec(key=b"b", value=b'{"n": 2}', timestamp=1000))
+    conn.execute("CREATE SOURCE events FROM KAFKA CONNECTION kafka (TOPIC 'events')")
+    conn.execute('CREATE TABLE latest FROM SOURCE events (REFERENCE "events") '
+                 "KEY FORMAT TEXT VALUE FORMAT JSON "
+                 "INCLUDE TIMESTAMP AS ts, OFFSET AS o "
+                 "ENVELOPE UPSERT (ORDER BY (ts, o))")
+    with node.connect() as sub:
+        sub.execute("BEGIN")
+        cur = sub.cursor()
+        cur.execute("DECLARE c CURSOR FOR SUBSCRIBE latest ENVELOPE UPSERT (KEY (key))")
+        seen: list[tuple] = []
+        names: list[str] = []
+
+        def fetch_until(pred, what):
+            def step():
+                cur.execute("FETCH ALL c WITH (timeout = '1s')")
+                names[:] = [d.name for d in cur.description]
+                seen.extend(cur.fetchall())
+                return pred()
+            eventually(step, what, timeout=90)
+
+        def state():
+            out = {}
+            for row in seen:
+                rec = dict(zip(names, row))
+                if rec["mz_state"] == "upsert":
+                    out[rec["key"]] = rec["data"]
+                elif rec["mz_state"] == "delete":
+                    out.pop(rec["key"], None)
+            return out
+
+        fetch_until(lambda: state() == {"a": {"n": 1}, "b": {"n": 2}}, "the first two upserts")
+        assert names == ["mz_timestamp", "mz_state", "key", "data", "ts", "o"]
+        broker.send("events",
+                    rec(key=b"a", value=b'{"n": 3}', timestamp=2000),
+                    rec(key=b"b", value=None, timestamp=2000),
+                    rec(key=b"a", value=b'{"n": 0}', timestamp=500),   # older: never shown
+                    rec(key=b"a", value=b'{"n": 4}', timestamp=4000))
+        fetch_until(lambda: state() == {"a": {"n": 4}}, "a updated and b deleted")
+        values_of_a = [dict(zip(names, r))["data"] for r in seen if dict(zip(names, r))["key"] == "a"]
+        assert {"n": 0} not in values_of_a, values_of_a
+        states = {dict(zip(names, r))["mz_state"] for r in seen}
+        assert states <= {"upsert", "delete"}, states
+    wait_rows(conn, "SELECT key, data, ts FROM latest", [("a", {"n": 4}, ts(4000))])
+
+
+def test_single_statement_form(conn, broker):
+    broker.create_topic("single", 2)
+    broker.send("single", *[rec(key=f"k{i}".encode(), value=f"v{i}".encode(), timestamp=1000 + i)
+                            for i in range(6)])
+    conn.execute("CREATE SOURCE single FROM KAFKA CONNECTION kafka (TOPIC 'single') "
+                 "KEY FORMAT TEXT VALUE FORMAT TEXT INCLUDE TIMESTAMP AS ts, OFFSET AS o "
+                 "ENVELOPE UPSERT (ORDER BY (ts, o))")
+    rows = source_rows(conn)
+    assert rows["single_progress"][0] == "kafka" and rows["single"][0] == "table"
+    wait_rows(conn, "SELECT key, text FROM single ORDER BY key", [(f"k{i}", f"v{i}") for i in range(6)])
+    progress = conn.execute('SELECT partition, "offset" FROM single_progress').fetchall()
+    assert sum(o for _, o in progress) == 6, progress
+    with pytest.raises(psycopg.Error, match="already exists"):
+        conn.execute("CREATE SOURCE single FROM KAFKA CONNECTION kafka (TOPIC 'single') FORMAT TEXT")
+
+
+# -- decode errors ----------------------------------------------------------------------
+
+def test_decode_errors_put_the_key_in_an_error_state(conn, broker):
+    broker.create_topic("errs")
+    broker.send("errs",
+                rec(key=b"good", value=b'{"a": 1}'),       # offset 0
+                rec(key=b"bad1", value=b"{nope"),          # offset 1
+                rec(key=b"bad2", value=b"not json"))       # offset 2
+    conn.execute("CREATE SOURCE errs FROM KAFKA CONNECTION kafka (TOPIC 'errs')")
+    conn.execute("CREATE TABLE errs_up FROM SOURCE errs (REFERENCE errs) KEY FORMAT TEXT VALUE FORMAT JSON "
+                 "ENVELOPE UPSERT")
+    err = wait_error(conn, "SELECT * FROM errs_up", "'bad1'", "offset 1", "(and 1 more)")
+    assert "errs_up" in str(err) and "invalid JSON" in str(err)
+    # Every read fails, not only the bad key's.
+    assert read_error(conn, "SELECT count(*) FROM errs_up WHERE key = 'good'") is not None
+    # A later record heals bad1; a tombstone heals bad2.
+    broker.send("errs", rec(key=b"bad1", value=b'{"ok": 1}'), rec(key=b"bad2", value=None))
+    wait_rows(conn, "SELECT * FROM errs_up ORDER BY key", [("bad1", {"ok": 1}), ("good", {"a": 1})])
+    # A new error replaces a good value, and a newer error the older one.
+    broker.send("errs", rec(key=b"good", value=b"[1,"), rec(key=b"good", value=b"{x"))  # offsets 5, 6
+    err = wait_error(conn, "SELECT * FROM errs_up", "'good'", "offset 6")
+    assert "(and" not in str(err)
+
+
+def test_undecodable_and_missing_keys_are_not_dropped(conn, broker):
+    broker.create_topic("keys")
+    broker.send("keys",
+                rec(key=b"\xff1", value=b"x"),   # not UTF-8: key decode error
+                rec(key=b"\xff2", value=b"y"),   # another one
+                rec(key=b"ok", value=b"z"),
+                rec(value=b"nokey"))             # no key at all
+    conn.execute("CREATE SOURCE keys FROM KAFKA CONNECTION kafka (TOPIC 'keys')")
+    conn.execute("CREATE TABLE keys_up FROM SOURCE keys (REFERENCE keys) KEY FORMAT TEXT VALUE FORMAT TEXT "
+                 "ENVELOPE UPSERT")
+    conn.execute("CREATE TABLE keys_raw FROM SOURCE keys (REFERENCE keys) KEY FORMAT BYTES VALUE FORMAT TEXT "
+                 "INCLUDE KEY")
+    conn.execute("CREATE TABLE keys_none FROM SOURCE keys (REFERENCE keys) VALUE FORMAT JSON")
+    # Three records in error, each reported: two undecodable keys and one without a key.
+    err = wait_error(conn, "SELECT * FROM keys_up", "keys_up", "(and 2 more)")
+    assert "offset" in str(err)
+    wait_rows(conn, "SELECT key, text FROM keys_raw ORDER BY text",
+              [(None, "nokey"), (b"\xff1", "x"), (b"\xff2", "y"), (b"ok", "z")])
+    # ENVELOPE NONE: a record that cannot be decoded (x is not JSON) fails reads, naming its offset.
+    err = wait_error(conn, "SELECT * FROM keys_none", "keys_none", "partition 0 offset 0", "(and 3 more)")
+    assert "invalid JSON" in str(err)
+
+
+def test_value_decoding_errors_inline(conn, broker):
+    broker.create_topic("inline")
+    broker.send("inline", rec(key=b"k1", value=b"{bad", timestamp=1000), rec(key=b"k2", value=b'{"a": 1}',
+                                                                             timestamp=1000))
+    conn.execute("CREATE SOURCE inline FROM KAFKA CONNECTION kafka (TOPIC 'inline')")
+    conn.execute("CREATE TABLE inline_t FROM SOURCE inline (REFERENCE inline) KEY FORMAT TEXT VALUE FORMAT JSON "
+                 "ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)")
+    assert columns(conn, "inline_t") == [("key", "text"), ("data", "jsonb"), ("error", "text")]
+    def inline_rows(done):
+        def check():
+            rows = conn.execute("SELECT * FROM inline_t ORDER BY key").fetchall()
+            return rows if done(rows) else None
+        return check
+
+    rows = eventually(inline_rows(lambda r: len(r) == 2), "both keys inline")
+    assert rows[0][0] == "k1" and rows[0][1] is None and "invalid JSON" in rows[0][2], rows
+    assert rows[1] == ("k2", {"a": 1}, None)
+    broker.send("inline", rec(key=b"k1", value=b'{"b": 2}', timestamp=2000), rec(key=b"k2", value=b"nope",
+                                                                                 timestamp=2000))
+    rows = eventually(inline_rows(lambda r: r[0][2] is None and r[1][2] is not None), "k1 healed, k2 in error")
+    assert rows[0] == ("k1", {"b": 2}, None)
+    assert rows[1][0] == "k2" and rows[1][1] is None and "invalid JSON" in rows[1][2], rows
+
+
+# -- failures: broker outage, kill -9 --------------------------------------------------------
+
+def test_broker_outage_stalls_then_resumes_without_loss(conn, broker):
+    broker.create_topic("outage", 2)
+    broker.send("outage", *[rec(key=f"k{i}".encode(), value=str(i).encode()) for i in range(50)])
+    conn.execute("CREATE SOURCE outage FROM KAFKA CONNECTION kafka (TOPIC 'outage')")
+    conn.execute("CREATE TABLE outage_t FROM SOURCE outage (REFERENCE outage) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, "SELECT count(*) FROM outage_t", [(50,)])
+    broker.stop()
+    try:
+        def stalled():
+            row = source_rows(conn)["outage_t"]
+            return row if row[1] == "stalled" else None
+
+        row = eventually(stalled, "SHOW SOURCES to show the table stalled", timeout=60)
+        assert row[2], "a stalled table says why"
+        assert source_rows(conn)["outage"][1] == "stalled"
+    finally:
+        broker.start()
+    eventually(lambda: source_rows(conn)["outage_t"][1] == "running", "the table running again", timeout=60)
+    broker.send("outage", *[rec(key=f"k{i}".encode(), value=str(i).encode()) for i in range(50, 100)])
+    wait_rows(conn, f"SELECT count(*), count(DISTINCT text), {DISTINCT_RECORDS} FROM outage_t",
+              [(100, 100, 100)], timeout=90)
+    assert source_rows(conn)["outage_t"][1:] == ("running", None)
+
+
+def test_kill9_mid_ingestion_exactly_once_and_order_across_restart(node, broker):
+    conn = node.connect()
+    # Ordering state to carry across the restart: ts stored (ts, o) and ts only (offset not included);
+    # and a key in an error state.
+    for topic in ("ord", "perm"):
+        broker.create_topic(topic)
+        conn.execute(f"CREATE SOURCE {topic} FROM KAFKA CONNECTION kafka (TOPIC '{topic}')")
+    # t: a millisecond value that float arithmetic (seconds * 1000) gets wrong by one.
+    t = 1_095_191_858_636
+    broker.send("ord", rec(key=b"k1", value=b"new", timestamp=t), rec(key=b"k2", value=b"x", timestamp=t))
+    broker.send("perm", rec(key=b"g", value=b'{"a": 1}'), rec(key=b"bad", value=b"{x"))
+    conn.execute("CREATE TABLE ord_a FROM SOURCE ord (REFERENCE ord) KEY FORMAT TEXT VALUE FORMAT TEXT "
+                 "INCLUDE TIMESTAMP AS ts, OFFSET AS o ENVELOPE UPSERT (ORDER BY (ts, o))")
+    conn.execute("CREATE TABLE ord_b FROM SOURCE ord (REFERENCE ord) KEY FORMAT TEXT VALUE FORMAT TEXT "
+                 "INCLUDE TIMESTAMP ENVELOPE UPSERT (ORDER BY (TIMESTAMP, OFFSET))")
+    conn.execute("CREATE TABLE perm_t FROM SOURCE perm (REFERENCE perm) KEY FORMAT TEXT VALUE FORMAT JSON "
+                 "ENVELOPE UPSERT")
+    n, nkeys = 4000, 500
+    broker.create_topic("bulk", 3)
+    conn.execute("CREATE SOURCE bulk FROM KAFKA CONNECTION kafka (TOPIC 'bulk')")
+    conn.execute("CREATE TABLE bulk_none FROM SOURCE bulk (REFERENCE bulk) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    conn.execute("CREATE TABLE bulk_up FROM SOURCE bulk (REFERENCE bulk) KEY FORMAT TEXT VALUE FORMAT TEXT "
+                 "ENVELOPE UPSERT")
+    for table in ("ord_a", "ord_b"):
+        wait_rows(conn, f"SELECT key, text FROM {table} ORDER BY key", [("k1", "new"), ("k2", "x")])
+    wait_error(conn, "SELECT * FROM perm_t", "'bad'", "offset 1")
+
+    bulk = [rec(key=f"k{i % nkeys}".encode(), value=str(i).encode()) for i in range(n)]
+    broker.send("bulk", *bulk[:n // 2])
+    seen = eventually(lambda: conn.execute("SELECT count(*) FROM bulk_none").fetchall()[0][0],
+                      "ingestion to start", timeout=90)
+    conn.close()
+    node.kill9()
+    # The rest arrives while sparkwire is down.
+    broker.send("bulk", *bulk[n // 2:])
+    node.start()
+    with node.connect() as conn:
+        # The error state survived the restart.
+        err = read_error(conn, "SELECT * FROM perm_t")
+        assert err is not None and "'bad'" in str(err) and "offset 1" in str(err), err
+        # After the restart: the ORDER BY is compared with the persisted winners; a record heals the error.
+        broker.send("ord",
+                    rec(key=b"k1", value=b"older", timestamp=t - 1),  # 1 ms older: loses
+                    rec(key=b"k2", value=b"same", timestamp=t),       # same timestamp, later offset: wins
+                    rec(key=b"k3", value=b"marker", timestamp=1))
+        broker.send("perm", rec(key=b"bad", value=b'{"ok": true}'))
+        wait_rows(conn, f"SELECT count(*), {DISTINCT_RECORDS}, count(DISTINCT text) FROM bulk_none",
+                  [(n, n, n)], timeout=120)
+        # Each key's latest value: the highest i (same key, same partition: the latest offset).
+        wait_rows(conn, "SELECT count(*), sum(CAST(text AS BIGINT)) FROM bulk_up",
+                  [(nkeys, sum(range(n - nkeys, n)))])
+        # The source's progress survived with its tables' data.
+        wait_rows(conn, 'SELECT sum("offset") FROM bulk', [(n,)])
+        for table in ("ord_a", "ord_b"):
+            wait_rows(conn, f"SELECT key, text FROM {table} ORDER BY key",
+                      [("k1", "new"), ("k2", "same"), ("k3", "marker")])
+        wait_rows(conn, "SELECT key, ts, o FROM ord_a ORDER BY key",
+                  [("k1", ts(t), 0), ("k2", ts(t), 3), ("k3", ts(1), 4)])
+        wait_rows(conn, "SELECT * FROM perm_t ORDER BY key", [("bad", {"ok": True}), ("g", {"a": 1})])
+        assert {r[0]: r[2] for r in conn.execute("SHOW SOURCES").fetchall()}["bulk_up"] == "running"
+    assert 0 < seen <= n // 2, seen

@@ -1,0 +1,240 @@
+"""Durability: acknowledged writes, views and the catalog survive `kill -9`;
+compaction folds history without changing results, and a restart after it
+finds the same data in fewer files.
+
+The module runs its own server on a data directory it keeps across restarts
+(not the shared `server` fixture).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.support import ServerProcess
+
+
+class Node:
+    """The current server process on one data directory, restartable."""
+
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="sparkwire-restart-"))
+        self.data_dir = str(self.base / "data")
+        self.proc: ServerProcess | None = None
+
+    def start(self) -> ServerProcess:
+        self.proc = ServerProcess(data_dir=self.data_dir).start()
+        self.proc.wait_ready()
+        return self.proc
+
+    def kill9(self) -> None:
+        self.proc.kill9()
+        self.proc.stop()  # closes the log file; the process is already gone
+
+    def restart_after_kill9(self) -> ServerProcess:
+        self.kill9()
+        return self.start()
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.proc.dsn, autocommit=True)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def node():
+    n = Node()
+    try:
+        n.start()
+        yield n
+    finally:
+        n.close()
+
+
+def _catalog_items(data_dir: str) -> dict[str, str]:
+    """Table name → collection id, from the durable log and checkpoint."""
+    root = Path(data_dir)
+    records = []
+    ckpt = root / "checkpoint.json"
+    items: dict[str, str] = {}
+    if ckpt.exists():
+        for item in json.loads(ckpt.read_text())["catalog"]["items"]:
+            items[item["name"]] = item["id"]
+    log = root / "log.jsonl"
+    if log.exists():
+        records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    for record in records:
+        for op in record.get("catalog", []):
+            if op.get("op") == "create":
+                items[op["item"]["name"]] = op["item"]["id"]
+    return items
+
+
+def _parquet_files(data_dir: str, collection: str) -> list[Path]:
+    return sorted((Path(data_dir) / "collections" / collection).glob("*.parquet"))
+
+
+def _compacted_since(data_dir: str, collection: str) -> int:
+    """How far compaction has folded the collection's history (0: not at all)."""
+    since = 0
+    log = Path(data_dir) / "log.jsonl"
+    for line in log.read_text().splitlines():
+        if line.strip():
+            compact = json.loads(line).get("compact", {})
+            if compact.get("collection") == collection:
+                since = max(since, compact["since"])
+    return since
+
+
+# -- kill -9 and restart -------------------------------------------------------------
+
+def _expected_accounts():
+    return [(1, "alice", Decimal("150.00")), (3, "carol", Decimal("30.25")),
+            (4, "dave", Decimal("0.00")), (5, "erin", Decimal("55.55"))]
+
+
+def test_writes_survive_kill9(node):
+    with node.connect() as c:
+        c.execute("CREATE TABLE accounts (id int NOT NULL, owner text, balance numeric(10,2) "
+                  "DEFAULT 0, opened date)")
+        c.execute("CREATE TABLE scratch (x int)")
+        c.execute("INSERT INTO accounts VALUES (1, 'alice', 100.00, '2024-01-01'), "
+                  "(2, 'bob', 20.00, '2024-01-02')")
+        c.execute("BEGIN")
+        c.execute("INSERT INTO accounts VALUES (3, 'carol', 30.25, '2024-01-03')")
+        c.execute("INSERT INTO accounts (id, owner, opened) VALUES (4, 'dave', '2024-01-04')")
+        c.execute("COMMIT")
+        c.execute("BEGIN")
+        c.execute("INSERT INTO accounts VALUES (99, 'ghost', 1, NULL)")
+        c.execute("ROLLBACK")
+        assert c.execute("UPDATE accounts SET balance = balance + 50 WHERE owner = 'alice'").rowcount == 1
+        assert c.execute("DELETE FROM accounts WHERE id = 2").rowcount == 1
+        c.execute("BEGIN")
+        c.execute("INSERT INTO accounts VALUES (5, 'erin', 55.55, '2024-01-05')")
+        c.execute("UPDATE accounts SET owner = upper(owner) WHERE id = 5")
+        c.execute("UPDATE accounts SET owner = lower(owner) WHERE id = 5")
+        c.execute("COMMIT")
+        c.execute("CREATE VIEW rich AS SELECT owner, balance FROM accounts WHERE balance > 50")
+        c.execute("CREATE VIEW rich_count AS SELECT count(*) AS n FROM rich")
+        c.execute("DROP TABLE scratch")
+        assert c.execute("SELECT id, owner, balance FROM accounts ORDER BY id").fetchall() == \
+            _expected_accounts()
+        # An uncommitted transaction at the time of the crash must vanish.
+        pending = node.connect()
+        pending.execute("BEGIN")
+        pending.execute("INSERT INTO accounts VALUES (77, 'uncommitted', 7, NULL)")
+
+    first_pid = node.proc.proc.pid
+    node.restart_after_kill9()
+    assert node.proc.proc.pid != first_pid
+    pending.close()
+
+    with node.connect() as c:
+        cur = c.execute("SELECT id, owner, balance, opened FROM accounts ORDER BY id")
+        assert [d.type_code for d in cur.description] == [23, 25, 1700, 1082]
+        rows = cur.fetchall()
+        assert [r[:3] for r in rows] == _expected_accounts()
+        assert str(rows[0][3]) == "2024-01-01"
+        assert c.execute("SELECT owner, balance FROM rich ORDER BY owner").fetchall() == [
+            ("alice", Decimal("150.00")), ("erin", Decimal("55.55"))]
+        assert c.execute("SELECT n FROM rich_count").fetchone() == (2,)
+        assert c.execute("SHOW TABLES").fetchall() == [("accounts",)]
+        assert c.execute("SHOW VIEWS").fetchall() == [("rich",), ("rich_count",)]
+        assert c.execute("SHOW COLUMNS FROM accounts").fetchall() == [
+            ("id", False, "integer"), ("owner", True, "text"), ("balance", True, "numeric(10,2)"),
+            ("opened", True, "date")]
+        # Constraints and defaults came back too.
+        with pytest.raises(psycopg.errors.NotNullViolation):
+            c.execute("INSERT INTO accounts (owner) VALUES ('nobody')")
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+            c.execute("DROP TABLE accounts")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            c.execute("SELECT * FROM scratch")
+        # The restarted server takes new writes, after the old ones in time.
+        c.execute("INSERT INTO accounts (id, owner) VALUES (6, 'frank')")
+        assert c.execute("SELECT balance FROM accounts WHERE id = 6").fetchone() == (Decimal("0.00"),)
+        c.execute("CREATE TABLE after_restart (x int)")
+        c.execute("INSERT INTO after_restart VALUES (1)")
+        assert c.execute("SELECT count(*) FROM accounts").fetchone() == (5,)
+
+
+# -- compaction ---------------------------------------------------------------------
+
+N_INSERTS = 40
+
+
+def _check_events(c) -> None:
+    rows = c.execute("SELECT id, kind FROM events ORDER BY id").fetchall()
+    expected = [(i, "even" if i % 2 == 0 else "odd") for i in range(1, N_INSERTS + 1)
+                if i % 10 != 0]
+    expected = [(i, k.upper() if i <= 5 else k) for i, k in expected]
+    assert rows == expected
+    assert c.execute("SELECT count(*), sum(id) FROM events").fetchone() == (
+        len(expected), sum(i for i, _ in expected))
+    assert c.execute("SELECT kind, count(*) FROM events GROUP BY kind ORDER BY kind").fetchall() == \
+        sorted({k: sum(1 for _, kk in expected if kk == k) for _, k in expected}.items())
+
+
+def test_compaction_keeps_results_and_shrinks_files(node):
+    with node.connect() as c:
+        c.execute("CREATE TABLE events (id int, kind text)")
+        c.execute("CREATE TABLE ticks (n int)")
+        for i in range(1, N_INSERTS + 1):
+            c.execute("INSERT INTO events VALUES (%s, %s)", [i, "even" if i % 2 == 0 else "odd"])
+            if i == N_INSERTS // 2:
+                time.sleep(0.01)
+                mid = int(time.time() * 1000)
+        assert c.execute("DELETE FROM events WHERE id % 10 = 0").rowcount == N_INSERTS // 10
+        before_update = int(time.time() * 1000)
+        assert c.execute("UPDATE events SET kind = upper(kind) WHERE id <= 5").rowcount == 5
+        _check_events(c)
+
+        collection = _catalog_items(node.data_dir)["events"]
+        # One file per write (compaction may already have started, but the files it
+        # replaces are deleted only a minute later).
+        before = _parquet_files(node.data_dir, collection)
+        assert len(before) >= N_INSERTS
+
+        # Compaction folds files older than the retention window (1 s); a commit
+        # (to any table) is what looks for work.
+        deadline = time.monotonic() + 90
+        n = 0
+        while _compacted_since(node.data_dir, collection) < before_update:
+            assert time.monotonic() < deadline, "compaction did not reach the UPDATE"
+            time.sleep(1.2)
+            n += 1
+            c.execute("INSERT INTO ticks VALUES (%s)", [n])
+        _check_events(c)
+        # History before the compaction frontier is gone, so AS OF there is refused.
+        with pytest.raises(psycopg.Error) as info:
+            c.execute(f"SELECT count(*) FROM events AS OF {mid}")
+        assert info.value.sqlstate == "22000"
+        assert "compacted" in str(info.value)
+        # Writes after compaction land on top of the compacted state.
+        c.execute("INSERT INTO events VALUES (%s, 'late')", [1000])
+        c.execute("DELETE FROM events WHERE id = 1000")
+        _check_events(c)
+
+    # A second crash, this time after compaction: the compacted state, the writes
+    # since, and everything written after the first restart are all still there.
+    node.restart_after_kill9()
+    after = _parquet_files(node.data_dir, collection)
+    assert len(after) < len(before) // 4, (len(before), len(after))
+    with node.connect() as c:
+        _check_events(c)
+        assert c.execute("SELECT count(*) FROM ticks").fetchone() == (n,)
+        # And the table keeps working after the compacted restart.
+        c.execute("INSERT INTO events VALUES (%s, 'post')", [2000])
+        assert c.execute("SELECT kind FROM events WHERE id = 2000").fetchone() == ("post",)
+        c.execute("DELETE FROM events WHERE id = 2000")
+        _check_events(c)
