@@ -204,10 +204,10 @@ class Catalog:
         elif kind == "swap":
             a, b = self.items.get(op["a"]), self.items.get(op["b"])
             if a is not None and b is not None:
-                self.items[a.id] = Item(a.id, b.name, a.kind, a.columns, a.created_at, a.sql,
-                                        a.depends_on, a.oid, a.details)
-                self.items[b.id] = Item(b.id, a.name, b.kind, b.columns, b.created_at, b.sql,
-                                        b.depends_on, b.oid, b.details)
+                self.items[a.id] = Item(a.id, b.name, a.kind, a.columns, a.created_at,
+                                        _renamed(a.sql, a.name, b.name), a.depends_on, a.oid, a.details)
+                self.items[b.id] = Item(b.id, a.name, b.kind, b.columns, b.created_at,
+                                        _renamed(b.sql, b.name, a.name), b.depends_on, b.oid, b.details)
 
     def to_json(self) -> dict:
         return {"items": [i.to_json() for i in self.items.values()], "next_id": self.next_id,
@@ -229,3 +229,8 @@ def _merge(base: dict, extra: dict) -> dict:
     for key, value in extra.items():
         out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
+
+
+def _renamed(sql: str | None, old: str, new: str) -> str | None:
+    """A stored CREATE statement under the object's new name (it starts with the name)."""
+    return sql.replace(f'"{old}"', f'"{new}"', 1) if sql else sql

@@ -842,8 +842,6 @@ def test_add_column_blue_green_swap(server, upstream, shop):
     assert_same(server, upstream, "orders_v2", "orders", "id, status, total")
 
 
-@pytest.mark.xfail(reason="the swap renames the catalog items but not their stored CREATE statements "
-                          "(server/catalog.py 'swap' op)", strict=False)
 def test_show_create_after_swap_names_the_table(server, shop):
     with sw(server) as c:
         (_, create_sql), = c.execute("SHOW CREATE TABLE orders").fetchall()
