@@ -533,8 +533,6 @@ def _func_name(node: exp.Expression) -> str | None:
         return "current_schemas"
     if isinstance(node, exp.ArrayToString):
         return "array_to_string"
-    if isinstance(node, exp.ArraySize):
-        return None
     return None
 
 

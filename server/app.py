@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import ssl
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from server import metrics
@@ -82,6 +83,10 @@ class Server:
         await Connection(self, reader, writer).run()
 
     async def start(self) -> None:
+        # Replication streams hold a thread each for as long as they run, and every Kafka
+        # poll borrows one: the default pool (cores + 4 threads) would starve.
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=128, thread_name_prefix="io"))
         self.coordinator.open()
         self.coordinator.start_ticking()
         self.sources.start_all()

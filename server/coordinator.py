@@ -279,10 +279,10 @@ def source_progress_sql(source: Item, catalog: Catalog | None = None) -> str:
         if item.kind == "table" and item.source_id == source.id:
             for p, o in item.details["source"].get("offsets", {}).items():
                 offsets[int(p)] = max(offsets.get(int(p), 0), o)
-    if not offsets:
-        return "SELECT CAST(NULL AS INT) AS partition, CAST(NULL AS BIGINT) AS `offset` WHERE false"
-    rows = ", ".join(f"({p}, {o})" for p, o in sorted(offsets.items()))
-    return f'SELECT * FROM (VALUES {rows}) AS progress(partition, "offset")'
+    rows = ", ".join(f"({p}, {o})" for p, o in sorted(offsets.items())) or "(0, 0)"
+    where = "" if offsets else " WHERE false"
+    return (f'SELECT CAST(p AS INTEGER) AS partition, CAST(o AS BIGINT) AS "offset" '
+            f"FROM (VALUES {rows}) AS progress(p, o){where}")
 
 
 def _stamp(updates: pa.Table, ts: int) -> pa.Table:

@@ -475,7 +475,7 @@ class Subscription:
 
 def _side_updates(table: pa.Table, width: int, keys: int) -> dict[int, list[tuple[tuple, tuple, int]]]:
     """One join input's batch as (key, row, diff) per timestamp."""
-    cols = [c.to_pylist() for c in table.columns]
+    cols = [_values(c) for c in table.columns]
     out: dict[int, list[tuple[tuple, tuple, int]]] = {}
     ts_col, diff_col = cols[width + keys], cols[width + keys + 1]
     for r in range(table.num_rows):
@@ -485,8 +485,16 @@ def _side_updates(table: pa.Table, width: int, keys: int) -> dict[int, list[tupl
     return out
 
 
+def _values(column: pa.ChunkedArray | pa.Array) -> list:
+    """A column's Python values, arrays as tuples: rows are counted in dicts, so hashable."""
+    values = column.to_pylist()
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        return [None if v is None else tuple(v) for v in values]
+    return values
+
+
 def _rows(table: pa.Table) -> list[tuple]:
-    columns = [c.to_pylist() for c in table.columns]
+    columns = [_values(c) for c in table.columns]
     return list(zip(*columns)) if columns else []
 
 
@@ -497,7 +505,7 @@ def _consolidate(table: pa.Table) -> dict[int, list[tuple[tuple, int]]]:
     names = table.column_names
     ts_i, diff_i = names.index(DELTA_TS), names.index(DELTA_DIFF)
     data_cols = [i for i in range(len(names)) if i not in (ts_i, diff_i)]
-    columns = [table.column(i).to_pylist() for i in range(len(names))]
+    columns = [_values(table.column(i)) for i in range(len(names))]
     per_ts: dict[int, collections.Counter] = {}
     for r in range(table.num_rows):
         row = tuple(columns[i][r] for i in data_cols)
