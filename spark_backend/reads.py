@@ -26,9 +26,12 @@ from spark_backend.storage import Store
 
 
 def changes_df(spark: SparkSession, store: Store, collection_id: str, types: list[SqlType],
-               as_of: int, overlay: pa.Table | None = None) -> DataFrame:
-    """All updates of a collection at or before `as_of`, in physical column names."""
-    files, since = store.files(collection_id, as_of)
+               as_of: int, overlay: pa.Table | None = None,
+               snapshot: tuple[list, int] | None = None) -> DataFrame:
+    """All updates of a collection at or before `as_of`, in physical column names.
+
+    `snapshot` is a `store.files` result to read, when the caller needs the same one."""
+    files, since = snapshot or store.files(collection_id, as_of)
     if as_of < since:
         raise SqlError(
             "22000",
@@ -52,8 +55,10 @@ def changes_df(spark: SparkSession, store: Store, collection_id: str, types: lis
     return out
 
 
-def has_retractions(store: Store, collection_id: str, as_of: int, overlay: pa.Table | None) -> bool:
-    files, _ = store.files(collection_id, as_of)
+def has_retractions(store: Store, collection_id: str, as_of: int, overlay: pa.Table | None,
+                    files: list | None = None) -> bool:
+    if files is None:
+        files, _ = store.files(collection_id, as_of)
     if any(f.retractions for f in files):
         return True
     if overlay is not None and overlay.num_rows:
@@ -66,9 +71,12 @@ def has_retractions(store: Store, collection_id: str, as_of: int, overlay: pa.Ta
 def rows_df(spark: SparkSession, store: Store, collection_id: str, names: list[str],
             types: list[SqlType], as_of: int, overlay: pa.Table | None = None) -> DataFrame:
     """The relation's rows at `as_of`, with user column names and PostgreSQL types."""
-    changes = changes_df(spark, store, collection_id, types, as_of, overlay)
+    # One file list for both: a compaction finishing in between would otherwise make
+    # the read union retractions it read as if they were rows.
+    snapshot = store.files(collection_id, as_of)
+    changes = changes_df(spark, store, collection_id, types, as_of, overlay, snapshot)
     cols = [physical(i) for i in range(len(types))]
-    if has_retractions(store, collection_id, as_of, overlay):
+    if has_retractions(store, collection_id, as_of, overlay, snapshot[0]):
         plus = changes.where(F.col(DIFF) > 0).select(*cols)
         minus = changes.where(F.col(DIFF) < 0).select(*cols)
         rows = plus.exceptAll(minus)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -206,14 +207,31 @@ def test_compaction_keeps_results_and_shrinks_files(node):
         assert len(before) >= N_INSERTS
 
         # Compaction folds files older than the retention window (1 s); a commit
-        # (to any table) is what looks for work.
-        deadline = time.monotonic() + 90
-        n = 0
-        while _compacted_since(node.data_dir, collection) < before_update:
-            assert time.monotonic() < deadline, "compaction did not reach the UPDATE"
-            time.sleep(1.2)
-            n += 1
-            c.execute("INSERT INTO ticks VALUES (%s)", [n])
+        # (to any table) is what looks for work. Meanwhile another session keeps
+        # reading: a read must never see the file lists half swapped.
+        expected_count = c.execute("SELECT count(*) FROM events").fetchone()[0]
+        counts: list[int] = []
+        stop = threading.Event()
+
+        def reader() -> None:
+            with node.connect() as r:
+                while not stop.is_set():
+                    counts.append(r.execute("SELECT count(*) FROM events").fetchone()[0])
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 90
+            n = 0
+            while _compacted_since(node.data_dir, collection) < before_update:
+                assert time.monotonic() < deadline, "compaction did not reach the UPDATE"
+                time.sleep(1.2)
+                n += 1
+                c.execute("INSERT INTO ticks VALUES (%s)", [n])
+        finally:
+            stop.set()
+            thread.join(60)
+        assert counts and set(counts) == {expected_count}
         _check_events(c)
         # History before the compaction frontier is gone, so AS OF there is refused.
         with pytest.raises(psycopg.Error) as info:
