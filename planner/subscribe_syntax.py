@@ -163,7 +163,8 @@ def _envelope_name(current: OutputMode, s: Scanner) -> str:
     return w.raw.upper() if w is not None else ""
 
 
-def _parenthesized_query(s: Scanner) -> exp.Expression:
+def _parenthesized_statement(s: Scanner) -> tuple[st.Statement, int]:
+    """The statement between the parenthesis at the cursor and its match, and where it starts."""
     start = s.peek()
     depth = 0
     while True:
@@ -177,10 +178,14 @@ def _parenthesized_query(s: Scanner) -> exp.Expression:
                 break
     from planner.parser import parse_statement
 
-    inner = parse_statement(s.text[start.pos + 1:end])
+    return parse_statement(s.text[start.pos + 1:end]), start.pos
+
+
+def _parenthesized_query(s: Scanner) -> exp.Expression:
+    inner, start = _parenthesized_statement(s)
     if not isinstance(inner, st.Query):
         raise SqlError(SYNTAX_ERROR, "SUBSCRIBE needs a table, a view or a (SELECT ...) query",
-                       position=start.pos + 2)
+                       position=start + 2)
     if inner.as_of is not None:
         raise SqlError(SYNTAX_ERROR, "AS OF belongs after the SUBSCRIBE's query, not inside it")
     return inner.ast
@@ -362,20 +367,7 @@ def parse_copy(s: Scanner) -> CopyTo:
     if not (s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "("):
         raise SqlError(FEATURE_NOT_SUPPORTED, "COPY is supported only as COPY (SUBSCRIBE ...) TO STDOUT "
                                               "or COPY (SELECT ...) TO STDOUT")
-    start = s.peek()
-    depth = 0
-    while True:
-        w = s.next()
-        if w.kind == "punct" and w.text == "(":
-            depth += 1
-        elif w.kind == "punct" and w.text == ")":
-            depth -= 1
-            if depth == 0:
-                end = w.pos
-                break
-    from planner.parser import parse_statement
-
-    inner = parse_statement(s.text[start.pos + 1:end])
+    inner, _ = _parenthesized_statement(s)
     if not isinstance(inner, (st.Query, Subscribe)):
         raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (...) TO STDOUT takes a SELECT or a SUBSCRIBE")
     s.expect("to")
