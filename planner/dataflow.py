@@ -122,6 +122,16 @@ def plan_dataflow(tree: exp.Expression) -> DataflowPlan:
                 return DataflowPlan("recompute", reason, full_sql)
 
 
+# Clauses that change a SELECT's result as a whole, not row by row.
+_SHAPING_CLAUSES = ("group", "having", "limit", "offset", "qualify", "distinct")
+
+
+def _require_clauses_absent(select: exp.Select, clauses: tuple[str, ...], why: str) -> None:
+    for clause in clauses:
+        if select.args.get(clause):
+            raise NotIncremental(f"{clause.upper()} {why}")
+
+
 def _has_aggregates(select: exp.Select) -> bool:
     return bool(select.args.get("group")) or any(
         isinstance(n, exp.AggFunc) for e in select.expressions for n in e.walk())
@@ -165,9 +175,7 @@ def _linear(node: exp.Expression) -> exp.Expression:
         return _linear(node.this)
     if not isinstance(node, exp.Select):
         raise NotIncremental(f"{type(node).__name__} is recomputed")
-    for clause in ("group", "having", "limit", "offset", "qualify", "distinct"):
-        if node.args.get(clause):
-            raise NotIncremental(f"{clause.upper()} is not linear")
+    _require_clauses_absent(node, _SHAPING_CLAUSES, "is not linear")
     if _has_aggregates(node):
         raise NotIncremental("aggregates are not linear")
     _no_subqueries(node)
@@ -184,9 +192,8 @@ def _linear(node: exp.Expression) -> exp.Expression:
 def _aggregate(node: exp.Expression) -> AggregatePlan:
     if not isinstance(node, exp.Select):
         raise NotIncremental("only a single SELECT ... GROUP BY is maintained per group")
-    for clause in ("having", "limit", "offset", "qualify", "distinct"):
-        if node.args.get(clause):
-            raise NotIncremental(f"{clause.upper()} with GROUP BY is recomputed")
+    _require_clauses_absent(node, tuple(c for c in _SHAPING_CLAUSES if c != "group"),
+                            "with GROUP BY is recomputed")
     if not _has_aggregates(node):
         raise NotIncremental("not an aggregate")
     _no_subqueries(node)
@@ -276,9 +283,7 @@ def _join(node: exp.Expression) -> JoinPlan:
     joins = node.args.get("joins") or []
     if len(joins) != 1:
         raise NotIncremental("joins of more than two inputs are recomputed")
-    for clause in ("group", "having", "limit", "offset", "qualify", "distinct"):
-        if node.args.get(clause):
-            raise NotIncremental(f"{clause.upper()} over a join is recomputed")
+    _require_clauses_absent(node, _SHAPING_CLAUSES, "over a join is recomputed")
     if _has_aggregates(node):
         raise NotIncremental("aggregates over a join are recomputed")
     _no_subqueries(node)

@@ -91,3 +91,15 @@ class ServerProcess:
         if self.own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
             self.log_path.unlink(missing_ok=True)
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):
+    """Poll `predicate` until it returns something truthy (returned), or fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)

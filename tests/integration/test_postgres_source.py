@@ -36,6 +36,7 @@ import pytest
 
 from tests.pgserver import PG_BIN, PostgresServer
 from tests.support import free_port
+from tests.support import wait_until as support_wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -79,14 +80,7 @@ def lsn_int(text: str) -> int:
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.3, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
+    return support_wait_until(predicate, timeout, interval, message)
 
 
 # --------------------------------------------------------------------------- upstream

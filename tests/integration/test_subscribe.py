@@ -35,6 +35,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from psycopg import errors as pgerr
 
+from tests.support import wait_until as support_wait_until
+
 pytestmark = pytest.mark.slow
 
 NUMERIC, BOOL, INT8, INT4, TEXT = 1700, 16, 20, 23, 25
@@ -55,14 +57,7 @@ def connect(server, **kw) -> psycopg.Connection:
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.05, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
+    return support_wait_until(predicate, timeout, interval, message)
 
 
 # --------------------------------------------------------------------------- output checks
