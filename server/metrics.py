@@ -136,6 +136,13 @@ ACTIVE_SUBSCRIPTIONS = REGISTRY.gauge("sparkwire_active_subscriptions",
 BATCH_SECONDS = REGISTRY.histogram("sparkwire_subscribe_batch_seconds",
                                    "Time to compute one SUBSCRIBE micro-batch, by strategy.")
 ROWS_SENT = REGISTRY.counter("sparkwire_subscribe_rows_total", "Rows emitted by SUBSCRIBEs.")
+# Sources: label `source` is the source's name, `table` the table it feeds. Lag is
+# what the upstream has that is not yet durable here, in the upstream's own unit:
+# bytes of WAL for PostgreSQL, messages for Kafka (label `unit`).
+SOURCE_ROWS = REGISTRY.counter("sparkwire_source_rows_ingested_total",
+                               "Updates (inserts and retractions) written to tables from sources.")
+SOURCE_LAG = REGISTRY.gauge("sparkwire_source_lag",
+                            "Upstream data not yet ingested: WAL bytes (postgres) or messages (kafka).")
 
 
 async def serve_metrics(host: str, port: int) -> asyncio.base_events.Server:
