@@ -60,7 +60,15 @@ class SparkEngine:
 
     # -- lifecycle -------------------------------------------------------
     def start_in_background(self) -> None:
+        log.info("spark starting", extra={"event": "spark_starting", "master": self.master})
         threading.Thread(target=self._start, name="spark-start", daemon=True).start()
+        threading.Thread(target=self._report_start, name="spark-start-progress", daemon=True).start()
+
+    def _report_start(self, every: float = 10.0) -> None:
+        """A cold start takes ~8 s here, much longer on a busy cluster: say it is still going."""
+        while not self._ready.wait(every):
+            log.info("spark still starting", extra={"event": "spark_starting", "master": self.master,
+                                                    "seconds": round(time.monotonic() - self.started_at)})
 
     def _start(self) -> None:
         try:
