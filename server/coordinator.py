@@ -10,6 +10,7 @@ so that commits stay in timestamp order.
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 import itertools
 import logging
@@ -75,6 +76,8 @@ class Coordinator:
         self.read_holds: dict[object, int] = {}  # holder → oldest timestamp it still reads
         self._ticker: asyncio.Task | None = None
         self._committing: int | None = None  # timestamp of the commit being written, if any
+        # Long background work (compactions), newest last, for mz_internal.mz_background_work.
+        self.background: collections.deque[BackgroundWork] = collections.deque(maxlen=100)
 
     # -- start-up ----------------------------------------------------------------
     def open(self) -> None:
@@ -192,7 +195,7 @@ class Coordinator:
             snapshot = system_catalog.Snapshot(
                 self.catalog.sorted_items(), [s for s in self.listeners if hasattr(s, "rows_sent")],
                 dict(self.catalog.system), ctx.user if ctx is not None else system_catalog.OWNER,
-                self.sources)
+                self.sources, self.background_rows())
             views[key] = (f"__sw_{qid}_{rel.schema}_{rel.name}", system_catalog.build(rel, snapshot))
         spark_name, table = views[key]
         return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)})
@@ -245,28 +248,79 @@ class Coordinator:
             asyncio.get_running_loop().create_task(self._compact(candidates, frontier))
 
     async def _compact(self, ids: list[str], frontier: int) -> None:
+        work: BackgroundWork | None = None
         try:
-            for cid in ids:
+            for n, cid in enumerate(ids, 1):
                 item = self.catalog.items.get(cid)
                 files = self.store.old_files(cid, frontier)
                 if item is None or len(files) < 2:
                     continue
+                work = BackgroundWork("compaction", item.name, time.time(),
+                                      f"collection {n} of {len(ids)}: folding {len(files)} files, "
+                                      f"{sum(f.rows for f in files)} updates")
+                self.background.append(work)
+                log.info("compacting", extra={"event": "compacting", "collection": cid, "relation": item.name,
+                                              "files": len(files), "step": n, "of": len(ids)})
                 since = max(f.max_ts for f in files)
                 table = await self.engine.run(consolidated_arrow, self.store, cid,
                                               item.column_types, files, since)
                 async with self.write_lock:
                     if any(hold < since for hold in self.read_holds.values()):
-                        continue  # a reader (AS OF) started before `since` meanwhile: keep history
+                        # A reader (AS OF) started before `since` meanwhile: keep history.
+                        work.finish("skipped", "a read still needs the history")
+                        continue
                     loop = asyncio.get_running_loop()
                     await loop.run_in_executor(self._log_thread, self.store.finish_compaction,
                                                cid, since, files, table)
-                log.info("compacted", extra={"event": "compacted", "collection": cid,
-                                             "files": len(files), "rows": table.num_rows})
+                work.finish("done", f"{len(files)} files, {sum(f.rows for f in files)} updates "
+                                    f"→ {table.num_rows} rows")
+                log.info("compacted", extra={"event": "compacted", "collection": cid, "relation": item.name,
+                                             "files": len(files), "rows": table.num_rows,
+                                             "seconds": round(work.seconds, 3)})
             self.store.collect_garbage()
-        except Exception:
+        except Exception as exc:
+            if work is not None and work.status == "running":
+                work.finish("failed", str(exc))
             log.exception("compaction failed")
         finally:
             self._compacting = False
+
+    def background_rows(self) -> list[tuple]:
+        """Spark start-up and recent compactions, for mz_internal.mz_background_work."""
+        engine = self.engine
+        started = time.time() - (time.monotonic() - engine.started_at)
+        if engine.ready:
+            spark = BackgroundWork("spark start", engine.master, started, f"ready after {engine.ready_after:.1f} s",
+                                   "done", started + (engine.ready_after or 0))
+        else:
+            spark = BackgroundWork("spark start", engine.master, started, "starting", "running")
+        return [w.row() for w in [spark, *self.background]]
+
+
+@dataclass
+class BackgroundWork:
+    """One piece of long work the server does on its own, with its progress."""
+
+    kind: str
+    target: str
+    started_at: float  # seconds since the epoch
+    detail: str
+    status: str = "running"
+    finished_at: float | None = None
+
+    def finish(self, status: str, detail: str) -> None:
+        self.status, self.detail, self.finished_at = status, detail, time.time()
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished_at or time.time()) - self.started_at
+
+    def row(self) -> tuple:
+        def at(t: float | None) -> datetime.datetime | None:
+            return None if t is None else datetime.datetime.fromtimestamp(t, datetime.UTC)
+
+        return (self.kind, self.target, self.status, self.detail, at(self.started_at),
+                at(self.finished_at), round(self.seconds, 3))
 
 
 def source_progress_sql(source: Item, catalog: Catalog | None = None) -> str:

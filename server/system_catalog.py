@@ -71,6 +71,7 @@ class Snapshot:
     system_settings: dict[str, str]
     user: str = OWNER
     sources: object | None = None  # the server's SourceManager, for mz_source_statuses
+    background: list = field(default_factory=list)  # rows of mz_background_work
 
     @property
     def relations(self) -> list:
@@ -537,6 +538,10 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("mz_internal", "mz_source_statuses", ("id text, name text, type text, "
      "last_status_change_at timestamptz, status text, error text, details jsonb, "
      "snapshot_records_staged int8, snapshot_records_known int8"), _source_statuses, "v"),
+    # sparkwire's own: long work the server does by itself (Spark start-up, compaction).
+    ("mz_internal", "mz_background_work", ("kind text, target text, status text, detail text, "
+     "started_at timestamptz, finished_at timestamptz, seconds float8"),
+     lambda snap: snap.background, "v"),
 ]
 
 

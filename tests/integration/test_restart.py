@@ -233,6 +233,16 @@ def test_compaction_keeps_results_and_shrinks_files(node):
             thread.join(60)
         assert counts and set(counts) == {expected_count}
         _check_events(c)
+        # Long work reports itself: in the status relation and in the log.
+        work = c.execute("SELECT kind, status, detail, finished_at >= started_at FROM "
+                         "mz_internal.mz_background_work WHERE target = 'events' AND status = 'done'").fetchall()
+        assert work and all(k == "compaction" and ok for k, _, _, ok in work), work
+        assert any("files" in detail and "→" in detail for _, _, detail, _ in work), work
+        spark = c.execute("SELECT status, seconds > 0 FROM mz_internal.mz_background_work "
+                          "WHERE kind = 'spark start'").fetchall()
+        assert spark == [("done", True)]
+        log = node.proc.log_path.read_text(errors="replace")
+        assert "compacting" in log and "compacted" in log and "spark ready" in log
         # History before the compaction frontier is gone, so AS OF there is refused.
         with pytest.raises(psycopg.Error) as info:
             c.execute(f"SELECT count(*) FROM events AS OF {mid}")
