@@ -10,7 +10,7 @@ import secrets
 import signal
 import ssl
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from server import metrics
 from server.connection import Connection
@@ -35,12 +35,13 @@ class Config:
     tls_key: str | None = None
     require_tls: bool = False
     users_file: str | None = None  # lines of user:password (or user:SCRAM-SHA-256$... verifiers)
+    spark_conf: dict[str, str] = field(default_factory=dict)  # --spark-conf KEY=VALUE
 
 
 class Server:
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.engine = SparkEngine(config.spark_master)
+        self.engine = SparkEngine(config.spark_master, conf=config.spark_conf)
         self.coordinator = Coordinator(config.data_dir, self.engine)
         self.sources = SourceManager(self.coordinator)
         self.sessions: dict[int, Connection] = {}
@@ -96,7 +97,7 @@ class Server:
         log.info("listening", extra={"event": "listening", "host": self.config.host,
                                      "port": self.config.port, "data_dir": self.config.data_dir})
         if self.config.metrics_port:
-            await serve_metrics(self.config.host, self.config.metrics_port)
+            await serve_metrics(self.config.host, self.config.metrics_port, lambda: self.engine.ready)
             log.info("metrics endpoint", extra={"event": "metrics_listening",
                                                 "url": f"http://{self.config.host}:{self.config.metrics_port}/metrics"})
 

@@ -11,6 +11,7 @@ import asyncio
 import bisect
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 
 log = logging.getLogger("sparkwire.metrics")
 
@@ -145,8 +146,12 @@ SOURCE_LAG = REGISTRY.gauge("sparkwire_source_lag",
                             "Upstream data not yet ingested: WAL bytes (postgres) or messages (kafka).")
 
 
-async def serve_metrics(host: str, port: int) -> asyncio.base_events.Server:
-    """Serve GET /metrics (and a plain 404 for anything else)."""
+SPARK_READY = REGISTRY.gauge("sparkwire_spark_ready", "1 once the SparkSession answers queries.")
+
+
+async def serve_metrics(host: str, port: int, ready: Callable[[], bool] = lambda: True) -> asyncio.base_events.Server:
+    """Serve GET /metrics, and GET /health: 200 once `ready()` (Spark is up), else 503.
+    Anything else is a plain 404."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -154,9 +159,16 @@ async def serve_metrics(host: str, port: int) -> asyncio.base_events.Server:
             while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
                 pass
             parts = request.decode("latin-1").split()
-            if len(parts) >= 2 and parts[0] == "GET" and parts[1].split("?")[0] == "/metrics":
+            path = parts[1].split("?")[0] if len(parts) >= 2 and parts[0] == "GET" else None
+            if path == "/metrics":
+                SPARK_READY.set(1 if ready() else 0)
                 body = REGISTRY.render().encode()
                 head = "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+            elif path == "/health":
+                up = ready()
+                body = b"ready\n" if up else b"starting: Spark is not up yet\n"
+                head = ("HTTP/1.0 200 OK\r\n" if up else "HTTP/1.0 503 Service Unavailable\r\n") + \
+                    "Content-Type: text/plain\r\n"
             else:
                 body = b"not found\n"
                 head = "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n"

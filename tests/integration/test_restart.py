@@ -13,6 +13,8 @@ import shutil
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from decimal import Decimal
 from pathlib import Path
 
@@ -265,4 +267,35 @@ def test_compaction_keeps_results_and_shrinks_files(node):
         c.execute("INSERT INTO events VALUES (%s, 'post')", [2000])
         assert c.execute("SELECT kind FROM events WHERE id = 2000").fetchone() == ("post",)
         c.execute("DELETE FROM events WHERE id = 2000")
+        _check_events(c)
+
+
+# -- health ---------------------------------------------------------------------------
+
+def _health(port: int) -> tuple[int, str] | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return None  # not listening yet
+
+
+def test_health_follows_spark_start(node):
+    """The container's HEALTHCHECK: /health is 503 while Spark starts, 200 once it answers."""
+    node.kill9()
+    node.proc = ServerProcess(data_dir=node.data_dir).start()  # returns as soon as it listens
+    answers = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not answers or answers[-1][0] != 200):
+        got = _health(node.proc.metrics_port)
+        if got is not None:
+            answers.append(got)
+        time.sleep(0.05)
+    assert answers[0] == (503, "starting: Spark is not up yet\n"), answers[:3]
+    assert answers[-1] == (200, "ready\n")
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.proc.metrics_port}/metrics", timeout=5) as r:
+        assert "sparkwire_spark_ready 1" in r.read().decode().splitlines()
+    with node.connect() as c:
         _check_events(c)
