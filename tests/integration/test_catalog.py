@@ -287,11 +287,10 @@ def test_asyncpg(objects):
                                  "WHERE table_name = $1 ORDER BY ordinal_position", "drv_apg")
             assert [tuple(r) for r in cols] == [("id", "integer"), ("tags", "ARRAY"), ("scores", "ARRAY")]
             async with c.transaction():
-                # (Not the array columns: SUBSCRIBE cannot consolidate rows holding arrays yet.)
-                await c.execute("DECLARE c CURSOR FOR SUBSCRIBE (SELECT id, tags[1] AS tag FROM drv_apg)")
+                await c.execute("DECLARE c CURSOR FOR SUBSCRIBE (SELECT id, tags[1] AS tag, scores FROM drv_apg)")
                 rows = await c.fetch("FETCH ALL c WITH (timeout = '1s')")
-                assert list(rows[0].keys()) == ["mz_timestamp", "mz_diff", "id", "tag"]
-                assert _subscribed([tuple(r) for r in rows], 4) == [(1, 1, "a")]
+                assert list(rows[0].keys()) == ["mz_timestamp", "mz_diff", "id", "tag", "scores"]
+                assert _subscribed([tuple(r) for r in rows], 5) == [(1, 1, "a", [3, 4])]
         finally:
             await c.close()
 
