@@ -21,6 +21,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", default="./data", help="where tables and the catalog are kept")
     serve.add_argument("--spark-master", default="local[*]",
                        help="Spark master URL: local[*], spark://host:7077 or sc://host:15002")
+    serve.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Spark setting over sparkwire's defaults (repeatable), e.g. "
+                            "spark.executor.memory=2g; with sc:// only session settings (spark.sql.*)")
     serve.add_argument("--tls-cert", help="PEM certificate: enables TLS (SSLRequest answered 'S')")
     serve.add_argument("--tls-key", help="PEM private key of --tls-cert")
     serve.add_argument("--require-tls", action="store_true", help="refuse connections without TLS")
@@ -71,8 +74,19 @@ def _setup_logging(level: str, fmt: str) -> None:
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--spark-conf {pair!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    spark_conf = _spark_conf(args.spark_conf)
     # Timestamps are UTC everywhere: Spark's session, the JVM it starts, and the
     # Python side that turns Spark rows into datetimes.
     os.environ["TZ"] = "UTC"
@@ -81,7 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     from server.app import Config, Server
 
     config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password,
-                    args.metrics_port, args.tls_cert, args.tls_key, args.require_tls, args.users_file)
+                    args.metrics_port, args.tls_cert, args.tls_key, args.require_tls, args.users_file,
+                    spark_conf=spark_conf)
     try:
         import uvloop
 

@@ -11,11 +11,15 @@ import asyncio
 import itertools
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TypeVar
 
 from planner.errors import QUERY_CANCELED, SqlError
@@ -23,6 +27,8 @@ from planner.errors import QUERY_CANCELED, SqlError
 log = logging.getLogger("sparkwire.spark")
 
 T = TypeVar("T")
+
+_PACKAGES = ("planner", "server", "spark_backend")
 
 # Settings measured on 2-core machines (DESIGN.md): few shuffle partitions keep
 # micro-batches cheap, Arrow moves rows 20x faster than collect(), no UI.
@@ -43,11 +49,35 @@ _SPARK_CONF = {
 }
 
 
+def ship_code(spark, connect: bool, folder: Path) -> None:
+    """Send sparkwire's own packages to wherever Spark runs Python.
+
+    A Python function Spark runs for us (the Kafka decoder, a mapInArrow) is pickled
+    with references to our modules; executors on other machines, or the Python
+    workers of a Connect server, import them from this zip rather than needing
+    sparkwire installed there.
+    """
+    root = Path(__file__).resolve().parent.parent
+    archive = folder / "sparkwire_code.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in _PACKAGES:
+            for path in sorted((root / package).rglob("*.py")):
+                zf.write(path, path.relative_to(root).as_posix())
+    if connect:
+        spark.addArtifacts(str(archive), pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(str(archive))
+    log.info("code shipped to executors", extra={"event": "code_shipped", "bytes": archive.stat().st_size})
+
+
 class SparkEngine:
     """Owns the SparkSession and the threads that talk to it."""
 
-    def __init__(self, master: str = "local[*]", threads: int = 32) -> None:
+    def __init__(self, master: str = "local[*]", threads: int = 32,
+                 conf: dict[str, str] | None = None) -> None:
         self.master = master
+        self.conf = dict(conf or {})  # --spark-conf: over our defaults
+        self._scratch: Path | None = None
         self._spark = None
         self._ready = threading.Event()
         self._failed: BaseException | None = None
@@ -79,15 +109,19 @@ class SparkEngine:
             if self.connect:
                 # The Connect server owns the static settings; the session ones are ours.
                 spark = SparkSession.builder.remote(self.master).getOrCreate()
-                for key, value in _SPARK_CONF.items():
-                    if key.startswith("spark.sql."):
-                        spark.conf.set(key, value)
+                session_conf = {k: v for k, v in _SPARK_CONF.items() if k.startswith("spark.sql.")}
+                for key, value in {**session_conf, **self.conf}.items():
+                    spark.conf.set(key, value)
             else:
                 builder = SparkSession.builder.appName("sparkwire").master(self.master)
-                for key, value in _SPARK_CONF.items():
+                for key, value in {**_SPARK_CONF, **self.conf}.items():
                     builder = builder.config(key, value)
                 spark = builder.getOrCreate()
                 spark.sparkContext.setLogLevel("ERROR")
+            if not self.master.startswith("local"):
+                # Kept until stop(): the driver serves the file to executors that join later.
+                self._scratch = Path(tempfile.mkdtemp(prefix="sparkwire-pyfiles-"))
+                ship_code(spark, self.connect, self._scratch)
             # One tiny job so the first user query does not pay for JIT warm-up.
             spark.range(1).toArrow()
             self._spark = spark
@@ -115,6 +149,8 @@ class SparkEngine:
         if self._spark is not None:
             self._spark.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     # -- running work -------------------------------------------------------
     def new_group(self) -> str:
