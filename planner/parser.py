@@ -145,8 +145,23 @@ def _split_as_of(text: str) -> tuple[str, exp.Expression | None]:
             rest = re.sub(r"(?is)^at\s+least\s+", "", rest)
             if not rest:
                 raise SqlError(SYNTAX_ERROR, "syntax error at end of input", position=len(text) + 1)
-            return text[: w.pos], _sqlglot(f"SELECT {rest}").expressions[0]
+            when, tail = _result_clauses_after(rest)
+            body = f"{text[: w.pos]} {tail}" if tail else text[: w.pos]
+            return body, _sqlglot(f"SELECT {when}").expressions[0]
     return text, None
+
+
+def _result_clauses_after(when: str) -> tuple[str, str]:
+    """Split `<time> ORDER BY ... LIMIT ...` written after AS OF into the time and the
+    clauses, which belong to the query (cut off with the time, they would be lost)."""
+    s = Scanner(when)
+    depth = 0
+    for w in s.words:
+        if w.kind == "punct" and w.text in "()":
+            depth += 1 if w.text == "(" else -1
+        elif depth == 0 and w.kind == "word" and w.text in ("order", "limit", "offset", "fetch"):
+            return when[: w.pos].strip(), when[w.pos:]
+    return when, ""
 
 
 def _ident(node: exp.Expression | str) -> str:

@@ -93,6 +93,20 @@ def test_session_statements():
         "enable_envelope_upsert_in_subscribe", "off")
 
 
+@pytest.mark.parametrize("sql, query, as_of", [
+    ("SELECT a FROM t ORDER BY a AS OF 5", "SELECT a FROM t ORDER BY a", "5"),
+    ("SELECT a FROM t AS OF 5 ORDER BY a DESC LIMIT 2", "SELECT a FROM t ORDER BY a DESC LIMIT 2", "5"),
+    ("SELECT a FROM t AS OF AT LEAST 5 OFFSET 1", "SELECT a FROM t OFFSET 1", "5"),
+    ("SELECT a FROM t AS OF (SELECT 5 LIMIT 1)", "SELECT a FROM t", "(SELECT 5 LIMIT 1)"),
+])
+def test_as_of_keeps_the_result_clauses(sql, query, as_of):
+    """ORDER BY/LIMIT written after AS OF <time> still shape the result."""
+    stmt = one(sql)
+    assert isinstance(stmt, st.Query)
+    assert stmt.ast.sql("postgres") == query
+    assert stmt.as_of.sql("postgres") == as_of
+
+
 def test_subscribe_syntax_round_trip_of_options():
     s = one("SUBSCRIBE TO (SELECT a FROM t) WITH (PROGRESS, SNAPSHOT = false) AS OF AT LEAST 5 UP TO 10")
     assert isinstance(s, ss.Subscribe)
