@@ -70,6 +70,20 @@ def ship_code(spark, connect: bool, folder: Path) -> None:
     log.info("code shipped to executors", extra={"event": "code_shipped", "bytes": archive.stat().st_size})
 
 
+def session_lost(spark, exc: BaseException) -> bool:
+    """Whether a Connect call failed because the server no longer has our session: it
+    restarted (the client then closes itself) or expired the session."""
+    client = getattr(spark, "client", None)
+    if client is not None and client.is_closed:
+        return True
+    condition = getattr(exc, "getCondition", None)
+    try:
+        name = condition() if condition is not None else ""
+    except Exception:  # noqa: BLE001 - an error without the details is not this one
+        name = ""
+    return (name or "").startswith("INVALID_HANDLE.SESSION")
+
+
 class SparkEngine:
     """Owns the SparkSession and the threads that talk to it."""
 
@@ -78,6 +92,8 @@ class SparkEngine:
         self.master = master
         self.conf = dict(conf or {})  # --spark-conf: over our defaults
         self._scratch: Path | None = None
+        self._reconnect_lock = threading.Lock()
+        self._stopped = threading.Event()
         self._spark = None
         self._ready = threading.Event()
         self._failed: BaseException | None = None
@@ -104,35 +120,64 @@ class SparkEngine:
         try:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-            from pyspark.sql import SparkSession
-
-            if self.connect:
-                # The Connect server owns the static settings; the session ones are ours.
-                spark = SparkSession.builder.remote(self.master).getOrCreate()
-                session_conf = {k: v for k, v in _SPARK_CONF.items() if k.startswith("spark.sql.")}
-                for key, value in {**session_conf, **self.conf}.items():
-                    spark.conf.set(key, value)
-            else:
-                builder = SparkSession.builder.appName("sparkwire").master(self.master)
-                for key, value in {**_SPARK_CONF, **self.conf}.items():
-                    builder = builder.config(key, value)
-                spark = builder.getOrCreate()
-                spark.sparkContext.setLogLevel("ERROR")
-            if not self.master.startswith("local"):
-                # Kept until stop(): the driver serves the file to executors that join later.
-                self._scratch = Path(tempfile.mkdtemp(prefix="sparkwire-pyfiles-"))
-                ship_code(spark, self.connect, self._scratch)
+            spark = self._open_session()
             # One tiny job so the first user query does not pay for JIT warm-up.
             spark.range(1).toArrow()
             self._spark = spark
             self.ready_after = time.monotonic() - self.started_at
             log.info("spark ready", extra={"event": "spark_ready", "master": self.master,
                                            "seconds": round(self.ready_after, 2)})
+            if self.connect:
+                threading.Thread(target=self._keep_session_alive, name="spark-keepalive",
+                                 daemon=True).start()
         except BaseException as exc:  # noqa: BLE001 - reported to every waiting query
             self._failed = exc
             log.error("spark failed to start: %s", exc)
         finally:
             self._ready.set()
+
+    def _open_session(self):
+        from pyspark.sql import SparkSession
+
+        if self.connect:
+            # create(), not getOrCreate(): after a lost session the cached client is closed
+            # for good. The Connect server owns the static settings; the session ones are ours.
+            spark = SparkSession.builder.remote(self.master).create()
+            session_conf = {k: v for k, v in _SPARK_CONF.items() if k.startswith("spark.sql.")}
+            for key, value in {**session_conf, **self.conf}.items():
+                spark.conf.set(key, value)
+        else:
+            builder = SparkSession.builder.appName("sparkwire").master(self.master)
+            for key, value in {**_SPARK_CONF, **self.conf}.items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+        if not self.master.startswith("local"):
+            if self._scratch is None:
+                # Kept until stop(): the driver serves the file to executors that join later.
+                self._scratch = Path(tempfile.mkdtemp(prefix="sparkwire-pyfiles-"))
+            ship_code(spark, self.connect, self._scratch)
+        return spark
+
+    def _reconnect(self, lost) -> object:
+        """A new Connect session in place of `lost` (the Connect server restarted, or
+        expired the session); each of the threads that noticed gets the same new one."""
+        with self._reconnect_lock:
+            if self._spark is lost:
+                log.warning("spark connect session lost; opening a new one",
+                            extra={"event": "spark_reconnect", "master": self.master})
+                self._spark = self._open_session()
+            return self._spark
+
+    def _keep_session_alive(self, every: float = 60.0) -> None:
+        """A Connect server closes a session after some idle time (an hour by default)
+        and an idle sparkwire makes no Spark calls: touch the session now and then."""
+        while not self._stopped.wait(every):
+            try:
+                self._call(lambda spark: spark.conf.get("spark.sql.session.timeZone"), (), None)
+            except Exception as exc:  # noqa: BLE001 - the next query reports it to its client
+                log.warning("spark connect keepalive failed: %s", exc,
+                            extra={"event": "spark_keepalive_failed"})
 
     @property
     def ready(self) -> bool:
@@ -146,6 +191,7 @@ class SparkEngine:
         return self._spark
 
     def stop(self) -> None:
+        self._stopped.set()
         if self._spark is not None:
             self._spark.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -168,12 +214,14 @@ class SparkEngine:
                 self._cancelled.discard(group)
                 raise SqlError(QUERY_CANCELED, "canceling statement due to user request")
             self._running.add(group)
-            if self.connect:
-                spark.addTag(group)
-            else:
-                spark.sparkContext.setJobGroup(group, group, interruptOnCancel=True)
         try:
-            return fn(spark, *args)
+            try:
+                return self._call_in_group(spark, fn, args, group)
+            except Exception as exc:
+                if not (self.connect and session_lost(spark, exc)):
+                    raise
+                # Spark work is a pure function of the data directory: safe to run again.
+                return self._call_in_group(self._reconnect(spark), fn, args, group)
         except SqlError:
             raise
         except Exception as exc:
@@ -186,10 +234,21 @@ class SparkEngine:
             if group is not None:
                 self._running.discard(group)
                 self._cancelled.discard(group)
-                if self.connect:
-                    spark.removeTag(group)
-                else:
-                    spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+    def _call_in_group(self, spark, fn: Callable[..., T], args: tuple, group: str | None) -> T:
+        if group is None:
+            return fn(spark, *args)
+        if self.connect:
+            spark.addTag(group)
+        else:
+            spark.sparkContext.setJobGroup(group, group, interruptOnCancel=True)
+        try:
+            return fn(spark, *args)
+        finally:
+            if self.connect:
+                spark.removeTag(group)
+            else:
+                spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
     def cancel(self, group: str) -> None:
         """Stop the Spark jobs of one statement; safe to call from any thread."""
