@@ -25,12 +25,23 @@ if [ "$runtime_only" = 0 ]; then
   [ -f /usr/share/java/postgresql.jar ] || apt_packages+=(libpostgresql-jdbc-java)
   command -v javac >/dev/null 2>&1 || apt_packages+=(default-jdk-headless)
 fi
-command -v python3 >/dev/null 2>&1 || apt_packages+=(python3 python3-venv)
+# Any python3 will do if it has venv (python:3.11-slim has it in /usr/local/bin);
+# Debian's own needs python3-venv beside it.
+if ! command -v python3 >/dev/null 2>&1; then
+  apt_packages+=(python3 python3-venv)
+elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  apt_packages+=(python3-venv)
+fi
+# pip checks PyPI's certificate against the system store on Debian; a minimal
+# (debootstrap minbase) system has none.
+[ -f /etc/ssl/certs/ca-certificates.crt ] || apt_packages+=(ca-certificates)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "installing with apt: ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive
   sudo_cmd=""
   [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  # Slim images drop /usr/share/man; the JRE's postinst links a man page into it.
+  $sudo_cmd mkdir -p /usr/share/man/man1
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${apt_packages[@]}"
 fi
