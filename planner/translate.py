@@ -115,7 +115,19 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
     tree = _replace_functions(tree, ctx)
     if params:
         tree = _bind(tree, params)
-    return _name_outputs(_typed(tree, schema), names)
+    return _quote_unsafe(_name_outputs(_typed(tree, schema), names))
+
+
+# Spark's lexer takes only ASCII letters, digits and _ in unquoted identifiers;
+# sqlglot's star expansion writes columns like "tåble✓" unquoted.
+_SPARK_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _quote_unsafe(tree: exp.Expression) -> exp.Expression:
+    for ident in tree.find_all(exp.Identifier):
+        if not ident.quoted and not _SPARK_PLAIN.match(ident.name):
+            ident.set("quoted", True)
+    return tree
 
 
 def _series(table: exp.Table) -> exp.Subquery:

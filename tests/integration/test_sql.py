@@ -373,6 +373,20 @@ def test_default_and_not_null(conn):
 
 # -- DDL --------------------------------------------------------------------------
 
+def test_non_ascii_and_mixed_case_names(conn):
+    conn.execute('CREATE TABLE "tåble✓" ("b✓" int, "Mixed" text)')
+    conn.execute('INSERT INTO "tåble✓" VALUES (1, \'één\'), (2, NULL)')
+    cur = conn.execute('SELECT * FROM "tåble✓" ORDER BY "b✓"')
+    assert [d.name for d in cur.description] == ["b✓", "Mixed"]
+    assert cur.fetchall() == [(1, "één"), (2, None)]
+    assert conn.execute('SELECT t.*, "b✓" * 2 AS "dóble" FROM "tåble✓" t WHERE "Mixed" IS NOT NULL'
+                        ).fetchall() == [(1, "één", 2)]
+    conn.execute('CREATE VIEW "vïew" AS SELECT "b✓" AS "ñ" FROM "tåble✓"')
+    assert conn.execute('SELECT * FROM "vïew" ORDER BY 1').fetchall() == [(1,), (2,)]
+    conn.execute('DROP VIEW "vïew"')
+    conn.execute('DROP TABLE "tåble✓"')
+
+
 def test_views_and_drop(conn):
     conn.execute("CREATE TABLE base (id int, v text)")
     conn.execute("INSERT INTO base VALUES (1, 'a'), (2, 'b'), (3, 'c')")
