@@ -192,11 +192,14 @@ class SparkEngine:
 
     def stop(self) -> None:
         self._stopped.set()
-        if self._spark is not None:
-            self._spark.stop()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+        try:
+            if self._spark is not None:
+                self._spark.stop()
+        finally:
+            # Also when the driver JVM is already gone (a signal to the whole process group).
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
 
     # -- running work -------------------------------------------------------
     def new_group(self) -> str:
