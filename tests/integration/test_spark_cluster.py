@@ -132,7 +132,6 @@ def test_queries_run_as_tasks_on_both_workers(cluster, server, conn):
     assert all(n > 0 for n in after.values()), f"a worker ran no task: {after}"
 
 
-
 @pytest.fixture(scope="module")
 def broker(server):
     with kafka_broker(server) as b:

@@ -128,7 +128,6 @@ def test_subscribe_micro_batches_run_on_the_connect_server(connect_server, serve
     assert len(connect_server.jobs()) > before, "the micro-batch ran no job on the Connect server"
 
 
-
 @pytest.fixture(scope="module")
 def broker(server):
     with kafka_broker(server) as b:
