@@ -3,17 +3,18 @@
 Each table created FROM a Kafka source reads the topic from the beginning with
 its own offsets. Every batch becomes one write at one timestamp together with
 the table's next offsets, so after a crash the table holds each record's
-effect once. With ENVELOPE UPSERT the server keeps each key's current row (and
-error) so that a batch's winners can be compared with what is persisted, as
-the upsert-order-by design describes.
+effect once. Decoding and, with ENVELOPE UPSERT, the choice of each key's
+winner against the persisted rows are one Spark job per batch
+(`spark_backend.kafka_source`); the server holds no copy of the table, only
+the keys in an error state (in the catalog, with the offsets).
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import threading
+import time
 
 import pyarrow as pa
 
@@ -21,8 +22,8 @@ from planner import kafka_syntax as ks
 from planner import source_syntax as srcs
 from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 from planner.types import BY_NAME, SqlType
-from server import writes
 from server.catalog import Column, Item
+from server.metrics import SOURCE_LAG, SOURCE_ROWS
 from spark_backend import kafka_source as kafka
 
 log = logging.getLogger("sparkwire.kafka")
@@ -30,13 +31,6 @@ log = logging.getLogger("sparkwire.kafka")
 _TYPES = {"text": "text", "bytes": "bytea", "json": "jsonb", "csv": "text"}
 _META_TYPES = {"partition": "integer", "offset": "bigint", "timestamp": "timestamp without time zone",
                "headers": "jsonb"}
-
-
-def _epoch_ms(v: datetime.datetime) -> int:
-    """Exact milliseconds since the epoch (float timestamp() * 1000 is off by one for some values)."""
-    if v.tzinfo is not None:
-        v = v.astimezone(datetime.UTC).replace(tzinfo=None)
-    return (v - datetime.datetime(1970, 1, 1)) // datetime.timedelta(milliseconds=1)  # naive = UTC
 
 
 def _t(name: str) -> SqlType:
@@ -73,8 +67,27 @@ def table_layout(spec: ks.KafkaSpec) -> tuple[list[Column], kafka.DecodePlan]:
     return columns, plan
 
 
+_META_SOURCES = {"partition": "__partition", "offset": "__offset", "timestamp": "__ts", "headers": "__headers"}
+
+
+def batch_target(table: Item, spec: ks.KafkaSpec, plan: kafka.DecodePlan) -> kafka.Target:
+    """Where each of the table's columns comes from in a decoded batch (the order of `table_layout`)."""
+    sources = [*plan.key_columns, *plan.value_columns]
+    if spec.inline_errors:
+        sources.append("__err")
+    sources += [_META_SOURCES[inc.what] for inc in spec.includes if inc.what != "key"]
+    order = ks.order_kinds(spec) if spec.envelope == "upsert" else ()
+    return kafka.Target(table.id, tuple(table.column_types), tuple(sources), order, spec.inline_errors)
+
+
 def _spec_from_json(d: dict) -> ks.KafkaSpec:
     return ks.parse_kafka_clauses(d["clauses"])
+
+
+# How often the lag asks the broker for the high watermarks (in between, the
+# watermarks the consumer learnt with its fetches are used: no round trip).
+LAG_BROKER_INTERVAL = 5.0
+IDLE_POLLS_PER_REFRESH = 5  # polls wait up to 0.2 s each: partitions and lag about once a second
 
 
 class KafkaTableRunner:
@@ -88,8 +101,10 @@ class KafkaTableRunner:
         self.error: str | None = None
         self._stop = threading.Event()
         self._task: asyncio.Task | None = None
-        self.state: dict[tuple, tuple[tuple, list]] | None = None  # key → (order, row)
         self.key_errors: dict[str, dict] = dict(table.details["source"].get("errors", {}))
+        self._lag_asked = 0.0  # monotonic time the broker was last asked for watermarks
+        self._labels: dict[str, str] | None = None
+        self._poll_s = 0.0
 
     @property
     def table(self) -> Item:
@@ -103,10 +118,32 @@ class KafkaTableRunner:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        self._forget_lag()
+
+    def _forget_lag(self) -> None:
+        if self._labels is not None:
+            # A dropped table has no lag; a stale figure would read as a stuck source.
+            SOURCE_LAG.values.pop(tuple(sorted({**self._labels, "unit": "messages"}.items())), None)
+
+    def _dropped(self) -> bool:
+        return self.table_id not in self.coord.catalog.items
+
+    def _metric_labels(self) -> dict[str, str]:
+        table = self.table
+        source = self.coord.catalog.items[table.details["source"]["source_id"]]
+        self._labels = {"source": source.name, "table": table.name}
+        return self._labels
 
     async def _run(self) -> None:
+        try:
+            await self._consume()
+        finally:
+            self._forget_lag()
+
+    async def _consume(self) -> None:
         backoff = 0.5
-        while not self._stop.is_set():
+        # DROP TABLE (unlike DROP SOURCE) does not stop the runner: it ends itself.
+        while not self._stop.is_set() and not self._dropped():
             consumer = None
             try:
                 info = self.table.details["source"]
@@ -117,13 +154,15 @@ class KafkaTableRunner:
                 await asyncio.to_thread(consumer.refresh_partitions)
                 spec = _spec_from_json(info)
                 _, plan = table_layout(spec)
-                if spec.envelope == "upsert" and self.state is None:
-                    await self._load_state(spec)
+                target = batch_target(self.table, spec, plan)
                 self.status, self.error = "running", None
+                await self._refresh_lag(consumer, ask_broker=True)
                 backoff = 0.5
                 idle_polls = 0
-                while not self._stop.is_set():
+                while not self._stop.is_set() and not self._dropped():
+                    polling = time.perf_counter()
                     raw = await asyncio.to_thread(consumer.poll)
+                    self._poll_s = time.perf_counter() - polling
                     if consumer.errors:
                         self.status, self.error = "stalled", consumer.errors[-1]
                         consumer.errors.clear()
@@ -131,13 +170,15 @@ class KafkaTableRunner:
                         self.status, self.error = "running", None
                     if raw.num_rows == 0:
                         idle_polls += 1
-                        if idle_polls % 25 == 0:
+                        if idle_polls % IDLE_POLLS_PER_REFRESH == 0:
                             await asyncio.to_thread(consumer.refresh_partitions)
                             if self.status == "stalled" and not consumer.errors:
                                 # The broker answers again: an idle topic must not stay "stalled".
                                 self.status, self.error = "running", None
+                            await self._refresh_lag(consumer)
                         continue
-                    await self._ingest(spec, plan, raw)
+                    await self._ingest(spec, plan, target, raw)
+                    await self._refresh_lag(consumer)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a broker problem stalls only this table
@@ -150,120 +191,79 @@ class KafkaTableRunner:
                 if consumer is not None:
                     await asyncio.to_thread(consumer.close)
 
-    async def _load_state(self, spec: ks.KafkaSpec) -> None:
-        """Each key's persisted row, to compare incoming winners with (after a restart too)."""
-        table = self.table
-        result = await self.coord.query(f"SELECT * FROM __sw_state_{self.table_id}",
-                                        {table.id: (f"__sw_state_{self.table_id}", table)},
-                                        self.coord.read_ts())
-        rows = list(zip(*[c.to_pylist() for c in result.table.columns])) if result.table.num_columns else []
-        nkeys = 1
-        self.state = {}
-        for row in rows:
-            self.state[tuple(row[:nkeys])] = (self._order_of(spec, list(row), None), list(row))
+    async def _refresh_lag(self, consumer: kafka.Consumer, ask_broker: bool = False) -> None:
+        """Set the lag gauge: what the topic holds beyond the table's durable offsets."""
+        if self._dropped():
+            return
+        now = time.monotonic()
+        if now - self._lag_asked >= LAG_BROKER_INTERVAL:
+            ask_broker = True
+        if ask_broker:
+            self._lag_asked = now
+        next_offsets = {int(p): o for p, o in self.table.details["source"].get("offsets", {}).items()}
+        try:
+            lag = await asyncio.to_thread(consumer.lag, next_offsets, ask_broker)
+        except Exception as exc:  # noqa: BLE001 - the figure waits for the next refresh
+            log.debug("kafka lag unknown: %s", exc)
+            return
+        if lag is None and not ask_broker:
+            self._lag_asked = 0.0  # not learnt from fetches yet: ask the broker next time
+        elif lag is not None:
+            SOURCE_LAG.set(lag, **self._metric_labels(), unit="messages")
 
-    def _order_of(self, spec: ks.KafkaSpec, row: list, record: dict | None) -> tuple:
-        out = []
-        names = self.table.column_names
-        for kind in ks.order_kinds(spec):
-            if record is not None:
-                out.append(record["__ts"] if kind == "timestamp" else record["__offset"])
-                continue
-            inc = spec.include(kind)
-            if inc is None:
-                out.append(-1)  # not stored: any later record of the key is newer
-            else:
-                v = row[names.index(inc.name)]
-                out.append(_epoch_ms(v) if isinstance(v, datetime.datetime) else v)
-        return tuple(out)
-
-    def _row(self, spec: ks.KafkaSpec, plan: kafka.DecodePlan, rec: dict) -> list:
-        row = [rec[c] for c in plan.key_columns] + [rec[c] for c in plan.value_columns]
-        if spec.inline_errors:
-            row.append(rec["__err"])
-        for inc in spec.includes:
-            if inc.what == "partition":
-                row.append(rec["__partition"])
-            elif inc.what == "offset":
-                row.append(rec["__offset"])
-            elif inc.what == "timestamp":
-                row.append(datetime.datetime.fromtimestamp(rec["__ts"] / 1000, datetime.UTC).replace(tzinfo=None))
-            elif inc.what == "headers":
-                row.append(rec["__headers"])
-        return row
-
-    async def _ingest(self, spec: ks.KafkaSpec, plan: kafka.DecodePlan, raw: pa.Table) -> None:
-        upsert = spec.envelope == "upsert"
-        order = ks.order_kinds(spec) if upsert else None
-        decoded = await self.coord.engine.run(kafka.spark_batch, plan, raw, order)
-        records = decoded.to_pylist()
-        plus: list[list] = []
-        minus: list[list] = []
-        errors: dict[str, dict | None] = {}
-        if not upsert:
-            for rec in records:
-                if rec["__err"] is not None:
-                    errors[f"offset {rec['__partition']}/{rec['__offset']}"] = _error(rec)
-                else:
-                    plus.append(self._row(spec, plan, rec))
+    async def _ingest(self, spec: ks.KafkaSpec, plan: kafka.DecodePlan, target: kafka.Target,
+                      raw: pa.Table) -> None:
+        started = time.perf_counter()
+        if spec.envelope == "upsert":
+            # Read the persisted rows at the latest commit: this runner is the table's only
+            # writer and commits each batch before taking the next, so that is its state.
+            result = await self.coord.engine.run(kafka.upsert_batch, plan, raw, target, self.coord.store,
+                                                 self.coord.read_ts(), bool(self.key_errors))
+            errors = error_changes(result.events, self.key_errors)
         else:
-            for rec in records:
-                key = tuple(rec[c] for c in plan.key_columns)
-                label = _key_label(key, rec)
-                prev = self.state.get(key)
-                if rec["__err"] is not None and not spec.inline_errors:
-                    errors[label] = _error(rec)  # a new error always overrides an old one
-                    if prev is not None:
-                        minus.append(prev[1])
-                        del self.state[key]
-                    continue
-                had_error = label in self.key_errors or rec["__after_error"]
-                if had_error:
-                    errors[label] = None
-                new_order = self._order_of(spec, [], rec)
-                if prev is not None and not had_error and new_order <= prev[0]:
-                    continue  # the persisted value is newer by the ORDER BY
-                if prev is not None:
-                    minus.append(prev[1])
-                    del self.state[key]
-                if not rec["__tomb"]:
-                    row = self._row(spec, plan, rec)
-                    plus.append(row)
-                    self.state[key] = (new_order, row)
+            result = await self.coord.engine.run(kafka.append_batch, plan, raw, target)
+            errors = result.errors
         offsets = {}
         for p, o in zip(raw.column("partition").to_pylist(), raw.column("offset").to_pylist()):
             offsets[str(p)] = max(offsets.get(str(p), 0), o + 1)
-        table = self.table
-        parts = []
-        if plus:
-            parts.append(writes.rows_to_updates(table, plus, +1))
-        if minus:
-            parts.append(writes.rows_to_updates(table, minus, -1))
         details = {"source": {"offsets": offsets}}
         if errors:
+            # A new error always overrides an old one; None (a later record or tombstone) heals.
             merged = {k: v for k, v in {**self.key_errors, **errors}.items() if v is not None}
             details["source"]["errors"] = merged
-        ops = [{"op": "details", "id": table.id, "details": details}]
+        ops = [{"op": "details", "id": self.table_id, "details": details}]
         if errors:
             # Errors are replaced wholesale: merging could not forget a healed key.
-            ops.insert(0, {"op": "details", "id": table.id, "details": {"source": {"errors": None}}})
+            ops.insert(0, {"op": "details", "id": self.table_id, "details": {"source": {"errors": None}}})
+        updates = result.updates
+        spark_done = time.perf_counter()
         async with self.coord.write_lock:
-            await self.coord.commit(ops, {table.id: writes.concat_updates(parts)} if parts else {})
+            if self._dropped():
+                return  # dropped while the batch ran: its collection is gone
+            await self.coord.commit(ops, {self.table_id: updates} if updates.num_rows else {})
+        log.debug("kafka batch", extra={
+            "event": "kafka_batch", "table": self.table_id, "records": raw.num_rows, "poll_s": round(self._poll_s, 3),
+            "inserted": result.inserted, "retracted": result.retracted,
+            "spark_s": round(spark_done - started, 3), "commit_s": round(time.perf_counter() - spark_done, 3),
+            **{f"{k}_s": round(v, 3) for k, v in result.seconds.items()}})
         if errors:
             self.key_errors = details["source"]["errors"]
-        self.manager.rows_ingested += len(plus) + len(minus)
+        self.manager.rows_ingested += updates.num_rows
+        SOURCE_ROWS.inc(updates.num_rows, **self._metric_labels())
 
 
-def _error(rec: dict) -> dict:
-    return {"partition": rec["__partition"], "offset": rec["__offset"], "message": rec["__err"]}
-
-
-def _key_label(key: tuple, rec: dict) -> str:
-    if key and key[0] is not None:
-        v = key[0]
-        return repr(v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
-    raw = rec.get("__key_raw")
-    return f"raw key {raw.hex()}" if raw is not None else "no key"
+def error_changes(events: list[dict], key_errors: dict[str, dict]) -> dict[str, dict | None]:
+    """How an upsert batch changes the keys in error: a winner that is an error puts its key
+    in error (a new error always overrides an old one), any other winner of a key in error
+    (a later record or a tombstone) heals it (None)."""
+    out: dict[str, dict | None] = {}
+    for ev in events:
+        label = kafka.key_label(ev["__key"], ev["__key_raw"])
+        if ev["__is_err"]:
+            out[label] = {"partition": ev["__partition"], "offset": ev["__offset"], "message": ev["__err"]}
+        elif label in key_errors:
+            out[label] = None
+    return out
 
 
 def check_errors(item: Item) -> None:

@@ -1,23 +1,36 @@
-"""Kafka records → decoded rows → upserted winners, as Spark work on each micro-batch.
+"""Kafka records → decoded rows → a table's updates, as Spark work on each micro-batch.
 
-The consumer (confluent-kafka) runs on a thread; each batch of raw records is
-handed to Spark, which decodes them (a Python function over Arrow batches,
-run by Spark's workers) and, for ENVELOPE UPSERT, picks each key's winner
-within the batch by the ORDER BY. Comparing winners with the persisted state
-happens on the server, which keeps each key's current row.
+The consumer (confluent-kafka) runs on a thread of the server; each batch of raw
+records goes to Spark as one Arrow table. Spark decodes it (a Python function
+over Arrow batches, run by Spark's Python workers). For ENVELOPE NONE every
+decoded record is a new row. For ENVELOPE UPSERT the same Spark work picks each
+key's winner within the batch by the ORDER BY, reads the table's persisted rows
+for the batch's keys (from storage at the latest commit, through the changelog
+reader that queries use) and joins the two to decide which winners replace what
+is stored. The result is the batch's updates in the storage layout, retractions
+and insertions, and the few records that change a key's error state; the server
+keeps no copy of the table.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import logging
-import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
+
+from planner.types import SqlType
+from spark_backend.reads import changes_df, has_retractions
+from spark_backend.schema import DIFF, TS, physical, storage_arrow_schema
+from spark_backend.storage import Store
 
 log = logging.getLogger("sparkwire.kafka")
 
@@ -38,12 +51,47 @@ class DecodePlan:
     inline_errors: bool
     key_required: bool = True  # ENVELOPE UPSERT: a record without a key is an error; else its key is NULL
 
+    def column_names(self) -> list[str]:
+        return [*self.key_columns, *self.value_columns, "__tomb", "__err", "__key_raw", "__partition",
+                "__offset", "__ts", "__headers"]
+
     def spark_ddl(self) -> str:
         cols = [f"`{c}` {_spark_type(self.key_format)}" for c in self.key_columns]
         cols += [f"`{c}` {_spark_type(self.value_format)}" for c in self.value_columns]
         cols += ["__tomb BOOLEAN", "__err STRING", "__key_raw BINARY", "__partition INT", "__offset BIGINT",
                  "__ts BIGINT", "__headers STRING"]
         return ", ".join(cols)
+
+    @property
+    def native(self) -> bool:
+        """TEXT and BYTES decode in Spark's own expressions; JSON and CSV need Python workers."""
+        formats = [self.value_format, *([self.key_format] if self.key_columns else [])]
+        return all(f[0] in ("text", "bytes") for f in formats)
+
+    def native_sql(self) -> list[str]:
+        """`plan.spark_ddl()`'s columns as Spark SQL over a raw batch (for a `native` plan)."""
+        def problem(col: str, fmt: tuple[str, int], missing: str | None) -> str:
+            cases = [f"WHEN {col} IS NULL THEN {missing or 'NULL'}"]
+            if fmt[0] == "text":
+                cases.append(f"WHEN NOT is_valid_utf8({col}) THEN '{col}: {INVALID_UTF8}'")
+            return f"CASE {' '.join(cases)} END"
+
+        def value(col: str, fmt: tuple[str, int]) -> str:
+            return col if fmt[0] == "bytes" else f"CASE WHEN is_valid_utf8({col}) THEN CAST({col} AS STRING) END"
+
+        cols = [f"{value('key', self.key_format)} AS `{c}`" for c in self.key_columns]
+        cols += [f"{value('value', self.value_format)} AS `{c}`" for c in self.value_columns]
+        problems = [problem("value", self.value_format, None)]
+        if self.key_columns:
+            missing = "'record has no key'" if self.key_required else None
+            problems.insert(0, problem("key", self.key_format, missing))
+        cols += ["value IS NULL AS __tomb", f"nullif(concat_ws('; ', {', '.join(problems)}), '') AS __err",
+                 "key AS __key_raw", "partition AS __partition", "offset AS __offset", "timestamp AS __ts",
+                 "headers AS __headers"]
+        return cols
+
+
+INVALID_UTF8 = 'invalid byte sequence for encoding "UTF8"'
 
 
 def _spark_type(fmt: tuple[str, int] | None) -> str:
@@ -55,15 +103,15 @@ def decode_value(fmt: tuple[str, int], data: bytes) -> list:
     kind, n = fmt
     if kind == "bytes":
         return [data]
-    text = data.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(INVALID_UTF8) from None
     if kind == "text":
         return [text]
     if kind == "json":
-        from planner.types import BY_NAME, SqlType
-        from server.values import decode_text
-
         try:
-            return [decode_text(SqlType(BY_NAME["jsonb"]), data)]
+            return [_decode_jsonb(data)]
         except Exception as exc:
             raise ValueError(f"invalid JSON: {getattr(exc, 'message', exc)}") from exc
     rows = list(csv.reader(io.StringIO(text)))
@@ -73,95 +121,304 @@ def decode_value(fmt: tuple[str, int], data: bytes) -> list:
     return rows[0]
 
 
+def _decode_jsonb(data: bytes) -> str:
+    # PostgreSQL's jsonb input function: the canonical text form that queries compare.
+    global _jsonb_input
+    if _jsonb_input is None:
+        from planner.types import BY_NAME, SqlType
+        from server.values import decode_text
+
+        jsonb = SqlType(BY_NAME["jsonb"])
+        _jsonb_input = lambda data: decode_text(jsonb, data)
+    return _jsonb_input(data)
+
+
+_jsonb_input: Callable[[bytes], str] | None = None  # imported on first use, in Spark's worker
+
+
+def _decode_column(fmt: tuple[str, int], raw: pa.Array, width: int) -> tuple[list[pa.Array], list | None]:
+    """Raw keys or values decoded into `width` columns, and each record's error (None when
+    every record decoded). A missing key or value (a tombstone) stays NULL."""
+    kind = fmt[0]
+    if kind == "bytes":
+        return [raw], None
+    if kind == "text":
+        try:
+            # One vectorized UTF-8 check for the whole batch; records are only looked at
+            # one by one when some record is not UTF-8, to say which.
+            return [raw.cast(pa.string())], None
+        except pa.ArrowInvalid:
+            pass
+    cols: list[list] = [[] for _ in range(width)]
+    errors: list[str | None] = []
+    for data in raw.to_pylist():
+        values = [None] * width
+        error = None
+        if data is not None:
+            try:
+                values = decode_value(fmt, data)
+            except ValueError as exc:
+                error = str(exc)
+        for col, v in zip(cols, values):
+            col.append(v)
+        errors.append(error)
+    has_errors = any(e is not None for e in errors)
+    return [pa.array(c, pa.string()) for c in cols], errors if has_errors else None
+
+
+def key_label(key: object, raw_key: bytes | None) -> str:
+    """How an upsert key is named in error messages and in the table's error state."""
+    if key is not None:
+        return repr(key.decode("utf-8", "replace") if isinstance(key, bytes) else key)
+    return f"raw key {raw_key.hex()}" if raw_key is not None else "no key"
+
+
+def decode_batch(plan: DecodePlan, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """One Arrow batch of raw records decoded into the columns of `plan.spark_ddl()`."""
+    n = batch.num_rows
+    raw_key, raw_value = batch.column("key"), batch.column("value")
+    arrays: list[pa.Array] = []
+    key_errors = None
+    if plan.key_columns:
+        key_arrays, key_errors = _decode_column(plan.key_format, raw_key, len(plan.key_columns))
+        arrays += key_arrays
+    value_arrays, value_errors = _decode_column(plan.value_format, raw_value, len(plan.value_columns))
+    arrays += value_arrays
+    no_key = raw_key.is_null().to_pylist() if plan.key_columns and plan.key_required and raw_key.null_count \
+        else None
+    if key_errors is None and value_errors is None and no_key is None:
+        errors = pa.nulls(n, pa.string())
+    else:
+        out = []
+        for i in range(n):
+            problems = []
+            if no_key is not None and no_key[i]:
+                problems.append("record has no key")
+            elif key_errors is not None and key_errors[i] is not None:
+                problems.append(f"key: {key_errors[i]}")
+            if value_errors is not None and value_errors[i] is not None:
+                problems.append(f"value: {value_errors[i]}")
+            out.append("; ".join(problems) if problems else None)
+        errors = pa.array(out, pa.string())
+    arrays += [raw_value.is_null(), errors, raw_key, batch.column("partition"), batch.column("offset"),
+               batch.column("timestamp"), batch.column("headers")]
+    return pa.RecordBatch.from_arrays(arrays, names=plan.column_names())
+
+
 def make_decoder(plan: DecodePlan) -> Callable:
     """A function for DataFrame.mapInArrow: raw record batches → decoded batches."""
 
     def decode(batches):
         for batch in batches:
-            cols = {name: batch.column(name).to_pylist() for name in RAW_SCHEMA.names}
-            out: dict[str, list] = {c: [] for c in (*plan.key_columns, *plan.value_columns)}
-            tomb, err = [], []
-            for i in range(batch.num_rows):
-                problems = []
-                key_vals = [None] * len(plan.key_columns)
-                if plan.key_columns:
-                    raw_key = cols["key"][i]
-                    if raw_key is None:
-                        if plan.key_required:
-                            problems.append("record has no key")
-                    else:
-                        try:
-                            key_vals = decode_value(plan.key_format, raw_key)
-                        except ValueError as exc:
-                            problems.append(f"key: {exc}")
-                raw_value = cols["value"][i]
-                value_vals = [None] * len(plan.value_columns)
-                if raw_value is not None:
-                    try:
-                        value_vals = decode_value(plan.value_format, raw_value)
-                    except ValueError as exc:
-                        problems.append(f"value: {exc}")
-                for name, v in zip(plan.key_columns, key_vals):
-                    out[name].append(v)
-                for name, v in zip(plan.value_columns, value_vals):
-                    out[name].append(v)
-                tomb.append(raw_value is None)
-                err.append("; ".join(problems) if problems else None)
-            arrays = [pa.array(out[c], pa.binary() if plan.key_format and plan.key_format[0] == "bytes"
-                               else pa.string()) for c in plan.key_columns]
-            arrays += [pa.array(out[c], pa.binary() if plan.value_format[0] == "bytes" else pa.string())
-                       for c in plan.value_columns]
-            arrays += [pa.array(tomb, pa.bool_()), pa.array(err, pa.string()),
-                       pa.array(cols["key"], pa.binary()), pa.array(cols["partition"], pa.int32()),
-                       pa.array(cols["offset"], pa.int64()), pa.array(cols["timestamp"], pa.int64()),
-                       pa.array(cols["headers"], pa.string())]
-            names = [*plan.key_columns, *plan.value_columns, "__tomb", "__err", "__key_raw", "__partition",
-                     "__offset", "__ts", "__headers"]
-            yield pa.RecordBatch.from_arrays(arrays, names=names)
+            yield decode_batch(plan, batch)
 
     return decode
 
 
-def spark_batch(spark, plan: DecodePlan, raw: pa.Table, upsert_order: tuple[str, ...] | None) -> pa.Table:
-    """Decode a batch in Spark; for upsert, keep each key's winner (and its last error)."""
+# -- the table a batch goes to ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    """A Kafka table as a batch's destination (plain data: it travels to Spark's thread)."""
+
+    collection_id: str
+    types: tuple[SqlType, ...]
+    sources: tuple[str, ...]  # per table column: the decoded column it holds (__ts, __offset, ...)
+    order: tuple[str, ...] = ()  # ENVELOPE UPSERT: the ORDER BY as metadata kinds
+    inline_errors: bool = False
+
+    def column_sql(self, i: int, prefix: str = "") -> str:
+        """Table column i computed from decoded record columns, cast to its stored type."""
+        source = self.sources[i]
+        value = f"CAST(timestamp_millis({prefix}__ts) AS TIMESTAMP_NTZ)" if source == "__ts" \
+            else f"{prefix}`{source}`"
+        return f"CAST({value} AS {self.types[i].spark})"
+
+    def stored(self, source: str) -> int | None:
+        return self.sources.index(source) if source in self.sources else None
+
+
+@dataclass
+class BatchResult:
+    """A batch's effect: updates in the storage layout (mz_timestamp still 0), and error changes.
+
+    `errors` maps a key label (upsert) or a record's position (none) to its error
+    ({partition, offset, message}), or to None where a record heals the key."""
+
+    updates: pa.Table
+    errors: dict[str, dict | None]
+    inserted: int = 0
+    retracted: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # by step, for the server's debug log
+    # ENVELOPE UPSERT: winners that are errors, and (when asked) winners without a persisted
+    # row: {__is_err, __key, __key_raw, __err, __partition, __offset}, for `key_errors`.
+    events: list[dict] = field(default_factory=list)
+
+
+def _decoded(spark, plan: DecodePlan, raw: pa.Table):
     df = spark.createDataFrame(raw, schema="key BINARY, value BINARY, partition INT, offset BIGINT, "
                                            "timestamp BIGINT, headers STRING")
-    decoded = df.mapInArrow(make_decoder(plan), plan.spark_ddl())
-    if upsert_order is None:
-        return decoded.orderBy("__partition", "__offset").toArrow()
-    view = f"__sw_kafka_{threading.get_ident()}"
-    if plan.key_columns:
-        # Keys that cannot be decoded (NULL key column) are told apart by their raw bytes.
-        decoded = decoded.selectExpr("*", f"CASE WHEN `{plan.key_columns[0]}` IS NULL THEN __key_raw END AS __kid")
-    decoded.createOrReplaceTempView(view)
+    if plan.native:
+        return df.selectExpr(*plan.native_sql())
+    return df.mapInArrow(make_decoder(plan), plan.spark_ddl())
+
+
+def _updates(rows: pa.Table, types: tuple[SqlType, ...], diff: int) -> pa.Table:
+    n = rows.num_rows
+    table = rows.append_column(TS, pa.array([0] * n, pa.int64())).append_column(
+        DIFF, pa.array([diff] * n, pa.int64()))
+    return table.rename_columns([*(physical(i) for i in range(len(types))), TS, DIFF]).cast(
+        storage_arrow_schema(list(types)))
+
+
+def append_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target) -> BatchResult:
+    """ENVELOPE NONE: every record that decodes is a new row; the others are errors."""
+    cols = [f"{target.column_sql(i)} AS {physical(i)}" for i in range(len(target.types))]
+    out = _decoded(spark, plan, raw).selectExpr(*cols, "__err", "__partition", "__offset").toArrow()
+    ok = pc.is_null(out.column("__err"))
+    rows = out.filter(ok).select([physical(i) for i in range(len(target.types))])
+    errors = {f"offset {r['__partition']}/{r['__offset']}":
+              {"partition": r["__partition"], "offset": r["__offset"], "message": r["__err"]}
+              for r in out.filter(pc.invert(ok)).select(["__err", "__partition", "__offset"]).to_pylist()}
+    return BatchResult(_updates(rows, target.types, +1), errors, inserted=rows.num_rows)
+
+
+_names = itertools.count()
+
+
+def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: Store, as_of: int,
+                 keys_in_error: bool) -> BatchResult:
+    """ENVELOPE UPSERT: each key's winner in the batch, against the table's persisted row.
+
+    Within the batch a key's winner is its greatest record by the ORDER BY, except that
+    an error record (a value or key that cannot be decoded) overrides every record of the
+    key before it by offset. The winners are joined with the table's rows for the same
+    keys, read from storage at `as_of` (the latest commit: the batch's runner is the
+    table's only writer, so nothing changes them before the batch commits). A winner
+    replaces the persisted row when it is newer by the ORDER BY (a column that is not
+    stored compares as older than any record), when it is an error (a new error always
+    overrides), or when an error of the key came before it in the batch. A replaced row
+    is retracted; a winner is inserted unless it is a tombstone or an error.
+
+    A key in an error state has no persisted row (the error retracted it), so its next
+    winner always wins. Which winners heal such a key is decided by the caller, from the
+    winners without a persisted row that are returned when `keys_in_error` is set.
+    """
+    n = next(_names)
+    views = {name: f"__sw_kafka_{name}_{n}" for name in ("batch", "winners", "stored")}
+    key = plan.key_columns[0]
+    # A key that cannot be decoded (NULL) is told apart by its raw bytes, so that each
+    # such record keeps its own error; with INLINE errors it is one NULL key like any other.
+    kid = "CAST(NULL AS BINARY)" if target.inline_errors else f"CASE WHEN `{key}` IS NULL THEN __key_raw END"
+    decoded = _decoded(spark, plan, raw).selectExpr("*", f"{kid} AS __kid")
+    order = ", ".join({"timestamp": "__ts DESC", "offset": "__offset DESC"}[k] for k in target.order)
+    if "__offset DESC" not in order:
+        order += ", __offset DESC"
+    part = f"`{key}`, __kid"
+    cached = None
+    started = time.perf_counter()
+    seconds = {}
     try:
-        keys = [f"`{c}`" for c in plan.key_columns] + ["__kid"] if plan.key_columns else ["__key_raw"]
-        order = ", ".join({"timestamp": "__ts DESC", "offset": "__offset DESC"}[k] for k in upsert_order)
-        if "__offset DESC" not in order:
-            order += ", __offset DESC"
-        same_key = " AND ".join(f"r.{k} <=> e.{k}" for k in keys)
-        part = ", ".join(keys)
-        sql = f"""
-            WITH errs AS (
-                SELECT {part}, max(__offset) AS __eoff FROM {view} WHERE __err IS NOT NULL GROUP BY {part}),
-            oks AS (
-                SELECT r.*, e.__eoff IS NOT NULL AS __after_error FROM {view} r LEFT JOIN errs e ON {same_key}
-                WHERE r.__err IS NULL AND (e.__eoff IS NULL OR r.__offset > e.__eoff)),
+        decoded.createOrReplaceTempView(views["batch"])
+        # Both windows share one partitioning by key: Spark shuffles the batch once.
+        winners = spark.sql(f"""
+            WITH marked AS (
+                SELECT *, max(CASE WHEN __err IS NOT NULL THEN __offset END) OVER (PARTITION BY {part}) AS __eoff
+                FROM {views['batch']}),
+            kept AS (
+                SELECT * FROM marked
+                WHERE __err IS NULL AND (__eoff IS NULL OR __offset > __eoff)
+                   OR __err IS NOT NULL AND __offset = __eoff),
             ranked AS (
-                SELECT *, row_number() OVER (PARTITION BY {part} ORDER BY {order}) AS __rn FROM oks)
-            SELECT * EXCEPT (__rn) FROM ranked WHERE __rn = 1
-            UNION ALL
-            SELECT r.*, false AS __after_error FROM {view} r JOIN errs e ON {same_key} AND r.__offset = e.__eoff
-            WHERE NOT EXISTS (SELECT 1 FROM oks o WHERE {same_key.replace('r.', 'o.')})
-        """
-        return spark.sql(sql).toArrow()
+                SELECT *, row_number() OVER (PARTITION BY {part} ORDER BY __err IS NULL DESC, {order}) AS __rn
+                FROM kept)
+            SELECT * EXCEPT (__rn, __eoff), __eoff IS NOT NULL AND __err IS NULL AS __after_error
+            FROM ranked WHERE __rn = 1""")
+        keys = decoded
+        if not plan.native:
+            # The batch's keys (the rows to read) and its winners (to compare) both come from
+            # the decoded records: decoding in Python workers is worth doing once. Spark's own
+            # decoding of TEXT and BYTES costs less than caching.
+            cached = keys = winners = winners.cache()
+            cached.count()
+            seconds["decode_and_winners"] = time.perf_counter() - started
+        winners.createOrReplaceTempView(views["winners"])
+        kpos = target.stored(key)
+        stored_df = _stored_rows(spark, store, target, as_of, keys.select(F.col(f"`{key}`").alias("__k")), kpos)
+        stored_df.createOrReplaceTempView(views["stored"])
+        is_err = "false" if target.inline_errors else "w.__err IS NOT NULL"
+        pairs = []
+        for kind in target.order or ("offset",):
+            incoming, source = ("w.__ts", "__ts") if kind == "timestamp" else ("w.__offset", "__offset")
+            pos = target.stored(source)
+            if pos is None:
+                persisted = "-1"  # not stored: any record of the key is newer
+            elif kind == "timestamp":
+                persisted = f"unix_millis(CAST(p.__o{pos} AS TIMESTAMP))"
+            else:
+                persisted = f"p.__o{pos}"
+            pairs.append((incoming, persisted))
+        width = len(target.types)
+        unstored = "NOT __has_stored" if keys_in_error else "false"
+        result = spark.sql(f"""
+            SELECT * FROM (
+                SELECT {', '.join(f'{target.column_sql(i)} AS __n{i}' for i in range(width))},
+                       {', '.join(f'__o{i}' for i in range(width))},
+                       __wins AND __has_stored AS __retract,
+                       __wins AND NOT __is_err AND NOT __tomb AS __insert,
+                       __is_err OR {unstored} AS __event,
+                       __is_err, `{key}` AS __key, __key_raw, __err, __partition, __offset
+                FROM (
+                    SELECT w.*, p.*, {is_err} AS __is_err, p.__present IS NOT NULL AS __has_stored,
+                           {is_err} OR p.__present IS NULL OR w.__after_error OR {_newer(pairs)} AS __wins
+                    FROM {views['winners']} w LEFT JOIN {views['stored']} p ON w.`{key}` <=> p.__o{kpos})
+            ) WHERE __retract OR __insert OR __event""").toArrow()
+        seconds["total"] = time.perf_counter() - started
     finally:
-        spark.catalog.dropTempView(view)
+        for view in views.values():
+            spark.catalog.dropTempView(view)
+        if cached is not None:
+            cached.unpersist()
+    plus = result.filter(result.column("__insert")).select([f"__n{i}" for i in range(width)])
+    minus = result.filter(result.column("__retract")).select([f"__o{i}" for i in range(width)])
+    events = result.filter(result.column("__event")).select(
+        ["__is_err", "__key", "__key_raw", "__err", "__partition", "__offset"]).to_pylist()
+    updates = pa.concat_tables([_updates(plus, target.types, +1), _updates(minus, target.types, -1)])
+    return BatchResult(updates, {}, inserted=plus.num_rows, retracted=minus.num_rows, seconds=seconds,
+                       events=events)
+
+
+def _newer(pairs: list[tuple[str, str]]) -> str:
+    """SQL for: the incoming values are greater than the persisted ones, compared in order."""
+    if not pairs:
+        return "false"
+    (a, b), rest = pairs[0], pairs[1:]
+    return f"({a} > {b} OR ({a} = {b} AND {_newer(rest)}))"
+
+
+def _stored_rows(spark, store: Store, target: Target, as_of: int, keys, kpos: int):
+    """The table's rows at `as_of` whose key (column `kpos`) is in `keys`, as columns
+    __o0, __o1, ... and __present.
+
+    Read through the same changelog as queries, but with the batch's keys applied before
+    retractions are netted out, so the cost follows the rows of those keys."""
+    snapshot = store.files(target.collection_id, as_of)
+    changes = changes_df(spark, store, target.collection_id, list(target.types), as_of, snapshot=snapshot)
+    cols = [physical(i) for i in range(len(target.types))]
+    mine = changes.join(F.broadcast(keys), changes[physical(kpos)].eqNullSafe(keys["__k"]), "left_semi")
+    if has_retractions(store, target.collection_id, as_of, None, snapshot[0]):
+        mine = mine.groupBy(*cols).agg(F.sum(DIFF).alias("__n")).where("__n > 0")
+    return mine.select(*[F.col(c).alias(f"__o{i}") for i, c in enumerate(cols)], F.lit(True).alias("__present"))
+
+
+MAX_BATCH = 200_000  # records in one Spark batch when there is a backlog
+_CONSUME_CHUNK = 20_000
+_NO_HEADERS = "[]"
 
 
 def headers_json(headers) -> str | None:
     if not headers:
-        return json.dumps([])
+        return _NO_HEADERS
     out = []
     for k, v in headers:
         try:
@@ -200,8 +457,21 @@ class Consumer:
             self.consumer.assign([TopicPartition(self.topic, p, self.offsets.get(p, OFFSET_BEGINNING))
                                   for p in sorted(found)])
 
-    def poll(self, max_records: int = 5000, timeout: float = 0.2) -> pa.Table:
-        msgs = self.consumer.consume(num_messages=max_records, timeout=timeout)
+    def poll(self, max_records: int = MAX_BATCH, timeout: float = 0.2) -> pa.Table:
+        """The records that are here now, up to `max_records`; waits up to `timeout` for a first one.
+
+        A lone record is returned as soon as it arrives (what a SUBSCRIBE waits for); with a
+        backlog, everything the client has prefetched is taken at once, so that the fixed
+        cost of a Spark batch is shared by many records."""
+        first = self.consumer.poll(timeout)
+        if first is None:
+            return RAW_SCHEMA.empty_table()
+        msgs = [first]
+        while len(msgs) < max_records:
+            more = self.consumer.consume(num_messages=min(_CONSUME_CHUNK, max_records - len(msgs)), timeout=0)
+            if not more:
+                break
+            msgs.extend(more)
         keys, values, parts, offs, tss, hdrs = [], [], [], [], [], []
         for msg in msgs:
             if msg.error() is not None:
@@ -212,11 +482,31 @@ class Consumer:
             parts.append(msg.partition())
             offs.append(msg.offset())
             tss.append(msg.timestamp()[1])
-            hdrs.append(headers_json(msg.headers()))
+            headers = msg.headers()
+            hdrs.append(headers_json(headers) if headers else _NO_HEADERS)
         return pa.Table.from_arrays([pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
                                      pa.array(parts, pa.int32()), pa.array(offs, pa.int64()),
                                      pa.array(tss, pa.int64()), pa.array(hdrs, pa.string())],
                                     schema=RAW_SCHEMA)
+
+    def lag(self, next_offsets: dict[int, int], ask_broker: bool) -> int | None:
+        """Messages in the topic not yet ingested: the sum over partitions of the high
+        watermark minus the next offset to ingest. Without `ask_broker`, from the high
+        watermarks the client learnt with its last fetches (no round trip); None when a
+        partition's is not known yet."""
+        from confluent_kafka import TopicPartition
+
+        total = 0
+        for p in sorted(self.partitions):
+            low, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=2,
+                                                            cached=not ask_broker)
+            if high < 0:
+                return None
+            start = next_offsets.get(p)
+            if start is None:
+                start = max(low, 0)  # nothing ingested yet: from the first record kept
+            total += max(0, high - start)
+        return total
 
     def close(self) -> None:
         self.consumer.close()

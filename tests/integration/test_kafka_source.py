@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import psycopg
@@ -570,6 +571,34 @@ def test_order_by_within_a_batch_and_tombstones(conn, broker):
               [("k1", "v3", ts(300)), ("k3", "back", ts(50)), ("k5", "m", ts(1))])
 
 
+def test_order_against_persisted_rows(conn, broker):
+    """Winners are compared with the rows earlier batches stored, not with older history."""
+    broker.create_topic("vsp")
+    conn.execute("CREATE SOURCE vsp FROM KAFKA CONNECTION kafka (TOPIC 'vsp') KEY FORMAT TEXT VALUE FORMAT TEXT "
+                 "INCLUDE TIMESTAMP AS ts, OFFSET AS o ENVELOPE UPSERT (ORDER BY (ts, o))")
+    broker.send("vsp", rec(key=b"a", value=b"a0", timestamp=100),    # offset 0
+                rec(key=b"b", value=b"b0", timestamp=1000),          # offset 1
+                rec(key=b"c", value=b"c0", timestamp=500))           # offset 2
+    wait_rows(conn, "SELECT key, text FROM vsp ORDER BY key", [("a", "a0"), ("b", "b0"), ("c", "c0")])
+    # One batch per value of a: the table's history now holds a0 and a1 with their retractions.
+    for value, t in ((b"a1", 200), (b"a2", 300)):                     # offsets 3, 4
+        broker.send("vsp", rec(key=b"a", value=value, timestamp=t))
+        wait_rows(conn, "SELECT text FROM vsp WHERE key = 'a'", [(value.decode(),)])
+    broker.send("vsp",
+                rec(key=b"a", value=b"old", timestamp=250),   # 5: newer than a0 and a1, older than a2: loses
+                rec(key=b"b", value=None, timestamp=900),     # 6: an older tombstone deletes nothing
+                rec(key=b"c", value=b"\xff", timestamp=600),  # 7: an error replaces c0 ...
+                rec(key=b"c", value=b"c1", timestamp=10),     # 8: ... and a later record heals it, old or not
+                rec(key=b"d", value=b"d0", timestamp=5))      # 9
+    wait_rows(conn, "SELECT key, text, ts, o FROM vsp ORDER BY key", [
+        ("a", "a2", ts(300), 4), ("b", "b0", ts(1000), 1), ("c", "c1", ts(10), 8), ("d", "d0", ts(5), 9)])
+    # A newer tombstone still deletes; then the key may come back with any timestamp.
+    broker.send("vsp", rec(key=b"a", value=None, timestamp=301))
+    wait_rows(conn, "SELECT key FROM vsp ORDER BY key", [("b",), ("c",), ("d",)])
+    broker.send("vsp", rec(key=b"a", value=b"back", timestamp=1))
+    wait_rows(conn, "SELECT key, text, o FROM vsp WHERE key = 'a'", [("a", "back", 11)])
+
+
 # -- the issue's example ------------------------------------------------------------------
 
 def test_issue_example_with_subscribe(conn, node, broker):
@@ -795,3 +824,69 @@ def test_kill9_mid_ingestion_exactly_once_and_order_across_restart(node, broker)
         wait_rows(conn, "SELECT * FROM perm_t ORDER BY key", [("bad", {"ok": True}), ("g", {"a": 1})])
         assert {r[0]: r[2] for r in conn.execute("SHOW SOURCES").fetchall()}["bulk_up"] == "running"
     assert 0 < seen <= n // 2, seen
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """The value of one series in a Prometheus text exposition, or None if absent."""
+    want = {k: str(v) for k, v in labels.items()}
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        inside, value = line[len(name) + 1:].rsplit("} ", 1)
+        found = dict(part.split("=", 1) for part in inside.split(","))
+        if {k: v.strip('"') for k, v in found.items()} == want:
+            return float(value)
+    return None
+
+
+def scrape(node) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.proc.metrics_port}/metrics", timeout=10) as resp:
+        return resp.read().decode()
+
+
+def test_metrics_rows_ingested_and_lag(conn, node, broker):
+    broker.create_topic("metered", 2)
+    n = 3000
+    broker.send("metered", *[rec(key=f"k{i % 100}".encode(), value=str(i).encode(), partition=i % 2)
+                             for i in range(n)])
+    conn.execute("CREATE SOURCE metered FROM KAFKA CONNECTION kafka (TOPIC 'metered')")
+    conn.execute("CREATE TABLE metered_all FROM SOURCE metered (REFERENCE metered) FORMAT TEXT")
+    every = {"source": "metered", "table": "metered_all"}
+    lags: list[float] = []
+    deadline = time.monotonic() + 120
+    while True:
+        # Scraped often: the backlog is visible as lag before the first batch is committed.
+        text = scrape(node)
+        lag = metric(text, "sparkwire_source_lag", **every, unit="messages")
+        rows = metric(text, "sparkwire_source_rows_ingested_total", **every)
+        if lag is not None:
+            lags.append(lag)
+        if rows == n and lag == 0:
+            break
+        assert time.monotonic() < deadline, f"rows ingested {rows}, lag {lag}; lags seen {lags[-5:]}"
+        time.sleep(0.02)
+    assert "# TYPE sparkwire_source_lag gauge" in text
+    assert "# TYPE sparkwire_source_rows_ingested_total counter" in text
+    assert lags[0] > 0 and max(lags) <= n, lags[:10]
+    assert lags == sorted(lags, reverse=True), "the lag only shrinks while nothing is produced"
+    # More records: counted once ingested; the lag returns to 0.
+    broker.send("metered", *[rec(key=b"x", value=str(i).encode(), partition=i % 2) for i in range(10)])
+    eventually(lambda: metric(scrape(node), "sparkwire_source_rows_ingested_total", **every) == n + 10,
+               "10 more rows counted", timeout=60)
+    eventually(lambda: metric(scrape(node), "sparkwire_source_lag", **every, unit="messages") == 0,
+               "the lag back to 0", timeout=60)
+    # An upsert table counts its updates, retractions included: at least one insert per key.
+    conn.execute("CREATE TABLE metered_up FROM SOURCE metered (REFERENCE metered) KEY FORMAT TEXT "
+                 "VALUE FORMAT TEXT ENVELOPE UPSERT")
+    wait_rows(conn, "SELECT count(*) FROM metered_up", [(101,)])
+    up = {"source": "metered", "table": "metered_up"}
+    eventually(lambda: metric(scrape(node), "sparkwire_source_lag", **up, unit="messages") == 0,
+               "the upsert table's lag at 0", timeout=60)
+    text = scrape(node)
+    assert 101 <= metric(text, "sparkwire_source_rows_ingested_total", **up) <= 2 * (n + 10)
+    # A dropped table's lag series goes with it.
+    conn.execute("DROP TABLE metered_up")
+    eventually(lambda: metric(scrape(node), "sparkwire_source_lag", **up, unit="messages") is None,
+               "the dropped table's lag series removed", timeout=30)
