@@ -42,12 +42,11 @@ from tests.integration.test_subscribe import (  # noqa: F401 - collected and run
     test_update_is_retraction_and_insertion_at_one_timestamp,
 )
 from tests.spark_cluster import (
-    KAFKA_APPEND_TESTS,
     SparkDaemons,
+    check_kafka_decoding,
     check_upsert_ingests,
     get_json,
     kafka_broker,
-    run_kafka_tests,
 )
 from tests.support import ServerProcess
 
@@ -139,8 +138,8 @@ def broker(server):
 
 
 def test_kafka_records_decoded_by_executors(conn, broker):
-    """The Kafka decoder is a Python function: here it runs in the executors' Python workers."""
-    run_kafka_tests(conn, broker, KAFKA_APPEND_TESTS)
+    """JSON and CSV records are decoded in the executors' Python workers."""
+    check_kafka_decoding(conn, broker)
 
 
 def test_kafka_upsert_on_the_cluster(conn, broker):
