@@ -10,8 +10,10 @@ as of the latest timestamp, under the coordinator's write lock.
 from __future__ import annotations
 
 import decimal
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
@@ -349,3 +351,194 @@ def concat_updates(parts: list[pa.Table]) -> pa.Table:
 
 
 __all__ = ["DIFF", "TS", "Coordinator", "Overlay"]
+
+
+# -- PostgreSQL text output, a column at a time -------------------------------------------
+
+def text_columns_to_updates(item: Item, columns: Sequence[pa.Array | pa.ChunkedArray], rows: int,
+                            diff: int = 1, decode: Callable[[int, bytes], object] | None = None) -> pa.Table:
+    """Updates from PostgreSQL text output: one binary array per column of `item` (null for
+    NULL), `rows` long. The result equals `rows_to_updates(item, ...)` of the values
+    `decode(pos, raw)` reads (default: `decode_text` for the column's type); a column is
+    converted by Arrow kernels when every value is in the form PostgreSQL's output functions
+    print, and value by value otherwise, which raises the errors the values always raised."""
+    out = [text_column(item, pos, col, decode) for pos, col in enumerate(columns)]
+    out.append(pa.array(np.zeros(rows, np.int64)))
+    out.append(pa.array(np.full(rows, diff, np.int64)))
+    return pa.Table.from_arrays(out, schema=storage_arrow_schema(item.column_types))
+
+
+def text_column(item: Item, pos: int, raw: pa.Array | pa.ChunkedArray,
+                decode: Callable[[int, bytes], object] | None = None) -> pa.Array:
+    """One column of `text_columns_to_updates`."""
+    column = item.columns[pos]
+    t = column.type
+    if isinstance(raw, pa.ChunkedArray):
+        raw = raw.combine_chunks()
+    fast = None if t.is_array else _FAST_TEXT.get(t.base.name)
+    if fast is not None and not (column.not_null and raw.null_count):
+        try:
+            got = fast(t, raw)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not in the printed form
+            got = None
+        if got is not None:
+            return got
+    if decode is None:
+        def decode(_pos: int, data: bytes) -> object:
+            return decode_text(t, data)
+    values = [check_value(item, pos, None if v is None else decode(pos, v)) for v in raw.to_pylist()]
+    return _array(values, arrow_type(t), column.name)
+
+
+# Each returns the column as `arrow_type(t)` holds it, None when some value is not in the
+# form the kernels read exactly as decode_text would (then it is read value by value).
+
+_DAY_US = 86_400_000_000
+_MIN_DAYS, _MAX_DAYS = -719_162, 2_932_896  # 0001-01-01 and 9999-12-31, from 1970-01-01
+_TF = pa.array(["t", "f"])
+_INFINITIES = pa.array(["Infinity", "-Infinity"])
+_ZERO_TEXT = r"^-?0*\.?0*(?:[eE][+-]?[0-9]+)?$"
+_UUID_TEXT = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+
+def _count(mask: pa.Array) -> int:
+    return pc.sum(mask).as_py() or 0
+
+
+def _utf8_text(raw: pa.Array) -> pa.Array:
+    s = raw.cast(pa.string())  # ArrowInvalid on bad UTF-8: decode_text words that error
+    if _count(pc.match_substring(s, "\x00")):
+        raise pa.ArrowInvalid("NUL in text")
+    return s
+
+
+def _fast_text(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    s = _utf8_text(raw)
+    n = t.max_length
+    if n is None or not len(s) - s.null_count:
+        return s
+    lengths = pc.utf8_length(s)
+    if t.base.name == "character":  # printed padded to its length: nothing to pad or cut
+        return s if pc.min(lengths).as_py() == n == pc.max(lengths).as_py() else None
+    return s if pc.max(lengths).as_py() <= n else None
+
+
+def _fast_bool(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    s = raw.cast(pa.string())
+    if _count(pc.is_in(s, value_set=_TF)) != len(s) - s.null_count:
+        return None
+    return pc.equal(s, "t")
+
+
+def _fast_int(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    return pc.cast(raw.cast(pa.string()), arrow_type(t))
+
+
+def _floats(s: pa.Array, x: pa.Array) -> bool:
+    """Arrow read infinities and zeros only where decode_text would (it refuses overflow and
+    underflow to them)."""
+    if _count(pc.is_inf(x)) != _count(pc.is_in(s, value_set=_INFINITIES)):
+        return False
+    zeros = pc.equal(x, 0.0)
+    return not _count(zeros) or pc.all(pc.match_substring_regex(pc.filter(s, zeros), _ZERO_TEXT)).as_py()
+
+
+def _fast_float(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    s = raw.cast(pa.string())
+    x = pc.cast(s, pa.float64())  # correctly rounded, as Python's float()
+    if not _floats(s, x):
+        return None
+    if t.base.name == "double precision":
+        return x
+    x32 = pc.cast(x, pa.float32(), safe=False)  # round to nearest, as numpy's float32
+    if _count(pc.is_inf(x32)) != _count(pc.is_inf(x)) or _count(pc.equal(x32, 0.0)) != _count(pc.equal(x, 0.0)):
+        return None
+    return x32
+
+
+def _fast_numeric(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    # Refuses (ArrowInvalid) digits beyond the scale and precision: no rounding happens here.
+    return pc.cast(raw.cast(pa.string()), arrow_type(t))
+
+
+def _fast_date(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    d = pc.cast(raw.cast(pa.string()), pa.date32())
+    lo, hi = pc.min_max(d.cast(pa.int32())).values()
+    if lo.as_py() is not None and (lo.as_py() < _MIN_DAYS or hi.as_py() > _MAX_DAYS):
+        return None
+    return d
+
+
+def _in_years(us: pa.Array) -> bool:
+    lo, hi = pc.min_max(us.cast(pa.int64())).values()
+    return lo.as_py() is None or (lo.as_py() >= _MIN_DAYS * _DAY_US and hi.as_py() < (_MAX_DAYS + 1) * _DAY_US)
+
+
+def _fast_timestamp(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    # Naive text only for timestamp, an offset on every value for timestamptz (else ArrowInvalid).
+    ts = pc.cast(raw.cast(pa.string()), arrow_type(t))
+    return ts if _in_years(ts) else None
+
+
+def _fast_time(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    ts = pc.cast(pc.binary_join_element_wise("1970-01-01 ", raw.cast(pa.string()), ""), pa.timestamp("us"))
+    us = ts.cast(pa.int64())
+    lo, hi = pc.min_max(us).values()
+    if lo.as_py() is not None and (lo.as_py() < 0 or hi.as_py() >= _DAY_US):
+        return None
+    return us.cast(pa.time64("us"))
+
+
+def _fast_uuid(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    s = raw.cast(pa.string())
+    return s if _count(pc.match_substring_regex(s, _UUID_TEXT)) == len(s) - s.null_count else None
+
+
+_HEX_NIBBLE = np.full(256, 255, dtype=np.uint8)
+_HEX_NIBBLE[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
+_HEX_NIBBLE[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
+_HEX_NIBBLE[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+
+
+def _fast_bytea(t: SqlType, raw: pa.Array) -> pa.Array | None:
+    """bytea_output = hex: '\\x' and two hex digits a byte."""
+    present = len(raw) - raw.null_count
+    if _count(pc.starts_with(raw, "\\x")) != present:
+        return None
+    body = pc.binary_slice(raw, 2)
+    if isinstance(body, pa.ChunkedArray):
+        body = body.combine_chunks()
+    body = pa.concat_arrays([body])  # offsets from 0, no slice offset
+    lengths = pc.binary_length(body).fill_null(0).to_numpy(zero_copy_only=False)
+    if (lengths & 1).any():
+        return None
+    offsets = np.frombuffer(body.buffers()[1], np.int32, len(body) + 1)
+    data = body.buffers()[2]
+    digits = np.frombuffer(data, np.uint8, offsets[-1]) if data is not None else np.zeros(0, np.uint8)
+    nibbles = _HEX_NIBBLE[digits]
+    if (nibbles == 255).any():
+        return None
+    out = (nibbles[0::2] << 4) | nibbles[1::2]
+    validity = None if not body.null_count else pc.is_valid(body).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), len(body),
+                                 [validity, pa.py_buffer((offsets // 2).astype(np.int32)), pa.py_buffer(out)])
+
+
+_FAST_TEXT: dict[str, Callable[[SqlType, pa.Array], pa.Array | None]] = {
+    "boolean": _fast_bool,
+    "smallint": _fast_int,
+    "integer": _fast_int,
+    "bigint": _fast_int,
+    "real": _fast_float,
+    "double precision": _fast_float,
+    "numeric": _fast_numeric,
+    "text": _fast_text,
+    "character varying": _fast_text,
+    "character": _fast_text,
+    "uuid": _fast_uuid,
+    "bytea": _fast_bytea,
+    "date": _fast_date,
+    "time without time zone": _fast_time,
+    "timestamp without time zone": _fast_timestamp,
+    "timestamp with time zone": _fast_timestamp,
+}
