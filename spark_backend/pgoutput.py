@@ -35,7 +35,7 @@ __all__ = [
     "PG_EPOCH", "UNCHANGED_TOAST", "Begin", "BeginPrepare", "Commit", "CommitPrepared", "Delete",
     "Insert", "Message", "Origin", "PgOutputError", "PgOutputMessage", "Prepare", "Relation",
     "RelationColumn", "RollbackPrepared", "StreamAbort", "StreamCommit", "StreamPrepare",
-    "StreamStart", "StreamStop", "Truncate", "TupleData", "Type", "Update", "decode",
+    "StreamStart", "StreamStop", "Truncate", "TupleData", "Type", "Update", "decode", "decode_change",
     "fill_unchanged_toast", "lsn_to_str", "pg_timestamp_to_datetime", "str_to_lsn",
 ]
 
@@ -628,6 +628,92 @@ def decode(payload: bytes | bytearray | memoryview, *, in_stream: bool = False) 
     message = decoder(reader, in_stream)
     reader.finish()
     return message
+
+
+# ------------------------------------------------------- the rows, fast
+
+RowChange = tuple[int, "list[Value] | None", "list[Value] | None"]
+
+
+class _Slow(Exception):
+    """Something decode_change leaves to decode: an error to word, or a rare shape."""
+
+
+_h_from = _I16.unpack_from
+_i_from = _I32.unpack_from
+_I_from = _U32.unpack_from
+_ROW_TAGS = {ord("I"): 0, ord("U"): 1, ord("D"): 2}
+
+
+def _row_values(buf: bytes, pos: int) -> tuple[list[Value], int]:
+    (count,) = _h_from(buf, pos)
+    pos += 2
+    if count < 0:
+        raise _Slow
+    values: list[Value] = [None] * count
+    for i in range(count):
+        kind = buf[pos]
+        pos += 1
+        if kind == 116 or kind == 98:  # 't', 'b'
+            (length,) = _i_from(buf, pos)
+            pos += 4
+            if length < 0:
+                raise _Slow
+            end = pos + length
+            values[i] = buf[pos:end]
+            pos = end
+        elif kind != 110:  # not 'n': an unchanged TOAST value ('u') or garbage
+            raise _Slow
+    return values, pos
+
+
+def _fast_change(buf: bytes, tag: int) -> RowChange:
+    (oid,) = _I_from(buf, 1)
+    pos = 5
+    old = new = None
+    marker = buf[pos]
+    if tag == 0:  # Insert
+        if marker != 78:
+            raise _Slow
+        new, pos = _row_values(buf, pos + 1)
+    elif tag == 1:  # Update
+        if marker == 79 or marker == 75:  # 'O', 'K'
+            old, pos = _row_values(buf, pos + 1)
+            marker = buf[pos]
+        if marker != 78:
+            raise _Slow
+        new, pos = _row_values(buf, pos + 1)
+    else:  # Delete
+        if marker != 79 and marker != 75:
+            raise _Slow
+        old, pos = _row_values(buf, pos + 1)
+    if pos != len(buf):  # a slice ran past the end, or bytes are left over
+        raise _Slow
+    return oid, old, new
+
+
+def decode_change(payload: bytes) -> RowChange | None:
+    """The row of an Insert, Update or Delete outside a streamed transaction, quickly:
+    (relation OID, old values, new values), each a list of raw values or None, with
+    UNCHANGED_TOAST values filled from the old row as `fill_unchanged_toast` does. None for
+    every other message (hand those to `decode`). Raises what `decode` raises on a
+    malformed payload."""
+    tag = _ROW_TAGS.get(payload[0]) if payload else None
+    if tag is None:
+        return None
+    if not isinstance(payload, bytes):
+        payload = bytes(payload)
+    try:
+        return _fast_change(payload, tag)
+    except (_Slow, IndexError, struct.error):
+        pass
+    m = decode(payload)  # the exact error, or a value that is unchanged TOAST
+    if isinstance(m, Insert):
+        return m.relation_oid, None, list(m.new.values)
+    if isinstance(m, Update):
+        return m.relation_oid, (list(m.old.values) if m.old is not None else None), \
+            list(fill_unchanged_toast(m.new, m.old).values)
+    return m.relation_oid, list(m.old.values), None
 
 
 # ----------------------------------------------------------------------- LSNs

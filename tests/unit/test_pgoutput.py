@@ -41,6 +41,7 @@ from spark_backend.pgoutput import (
     Type,
     Update,
     decode,
+    decode_change,
     fill_unchanged_toast,
     lsn_to_str,
     pg_timestamp_to_datetime,
@@ -315,6 +316,75 @@ def test_unchanged_toast_sentinel_survives_pickle():
     assert repr(UNCHANGED_TOAST) == "UNCHANGED_TOAST"
     data = pickle.loads(pickle.dumps(ROW_DATA))
     assert data == ROW_DATA and data.values[2] is UNCHANGED_TOAST
+
+
+# ------------------------------------------------------- decode_change (the fast path)
+
+PLAIN_ROW = tuple_part(("t", b"42"), ("n", None), ("t", "ünï".encode()), ("b", b"\x00\x01"), ("t", b""))
+PLAIN_VALUES = [b"42", None, "ünï".encode(), b"\x00\x01", b""]
+OLD_VALUES = [b"41", b"x", b"big", b"\x00\x00", b"e"]
+
+ROW_PAYLOADS = [
+    b"I" + u32(16384) + b"N" + PLAIN_ROW,
+    b"I" + u32(7) + b"N" + i16(0),
+    b"U" + u32(5) + b"N" + PLAIN_ROW,
+    b"U" + u32(5) + b"O" + OLD_ROW + b"N" + PLAIN_ROW,
+    b"U" + u32(5) + b"K" + OLD_ROW + b"N" + PLAIN_ROW,
+    b"U" + u32(5) + b"O" + OLD_ROW + b"N" + ROW,  # unchanged TOAST, filled from the old row
+    b"D" + u32(9) + b"O" + OLD_ROW,
+    b"D" + u32(9) + b"K" + OLD_ROW,
+    b"D" + u32(2**32 - 1) + b"O" + PLAIN_ROW,
+]
+
+
+def _expected_change(payload: bytes):
+    m = decode(payload)
+    if isinstance(m, Insert):
+        return m.relation_oid, None, list(m.new.values)
+    if isinstance(m, Update):
+        return (m.relation_oid, None if m.old is None else list(m.old.values),
+                list(fill_unchanged_toast(m.new, m.old).values))
+    return m.relation_oid, list(m.old.values), None
+
+
+def test_decode_change_rows():
+    assert decode_change(ROW_PAYLOADS[0]) == (16384, None, PLAIN_VALUES)
+    assert decode_change(ROW_PAYLOADS[3]) == (5, OLD_VALUES, PLAIN_VALUES)
+    assert decode_change(ROW_PAYLOADS[5]) == (5, OLD_VALUES, [b"42", None, b"big", b"\x00\x01", b""])
+    assert decode_change(ROW_PAYLOADS[6]) == (9, OLD_VALUES, None)
+    for payload in ROW_PAYLOADS:
+        assert decode_change(payload) == _expected_change(payload), payload
+        assert decode_change(bytearray(payload)) == _expected_change(payload)
+        assert decode_change(memoryview(payload)) == _expected_change(payload)
+        _oid, old, new = decode_change(payload)
+        assert all(type(v) is bytes for v in (old or []) + (new or []) if v is not None)
+
+
+def test_decode_change_leaves_other_messages_to_decode():
+    for payload in (b"B" + u64(1) + i64(2) + u32(3), b"C" + i8(0) + u64(100) + u64(180) + i64(-5),
+                    b"R" + u32(1) + s("") + s("t") + b"d" + i16(0), b"T" + i32(1) + i8(0) + u32(1), b""):
+        assert decode_change(payload) is None
+
+
+def test_decode_change_raises_what_decode_raises():
+    """Every truncation and every single-byte corruption of every row payload: the same
+    PgOutputError as decode, or the same result where the bytes still make sense."""
+    cases = []
+    for payload in ROW_PAYLOADS:
+        cases += [payload[:n] for n in range(1, len(payload))]
+        cases += [payload + b"\0"]
+        for i in range(1, len(payload)):
+            for byte in (0x00, 0xFF, ord("u"), ord("t"), ord("n")):
+                cases.append(payload[:i] + bytes([byte]) + payload[i + 1:])
+    for bad in cases:
+        try:
+            want = _expected_change(bad)
+        except PgOutputError as exc:
+            with pytest.raises(PgOutputError) as info:
+                decode_change(bad)
+            assert str(info.value) == str(exc), bad
+        else:
+            assert decode_change(bad) == want, bad
 
 
 # ---------------------------------------------------------------- LSN, time
