@@ -5,18 +5,24 @@ created FROM SOURCE binds an upstream table (by reference) and a projection of
 its columns. The runner takes each table's snapshot (the first through the
 source's own slot, as the postgres-sources design describes; later ones through
 a temporary slot, so they join the running stream with no gap and no overlap),
-then follows the stream: every upstream transaction becomes one write at one
-mz_timestamp, together with the source's new LSN, so progress and data are
-durable together and the LSN is confirmed upstream only after that.
+then follows the stream: every upstream transaction is written whole at one
+mz_timestamp (when transactions are waiting, several share one write), together
+with the source's new LSN, so progress and data are durable together and the LSN
+is confirmed upstream only after that. Values arrive as PostgreSQL's text output
+and are converted a column at a time (writes.text_columns_to_updates).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import operator
 import secrets as pysecrets
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -34,6 +40,7 @@ from planner.errors import (
 from planner.types import SqlType
 from server import kafka, writes
 from server.catalog import Column, Item
+from server.metrics import SOURCE_LAG, SOURCE_ROWS
 from server.values import decode_text
 from spark_backend import pgoutput
 from spark_backend import postgres_source as pg
@@ -51,7 +58,7 @@ class Binding:
     snapshot_lsn: int | None  # changes committed before it are in the snapshot
     error: str | None = None
     relation: object = None  # the stream's latest Relation message for the table, and
-    relation_positions: list[int] = field(default_factory=list)  # our columns' positions in it
+    relation_pick: Callable = tuple  # our columns' values from one of its rows
 
     @property
     def ready(self) -> bool:
@@ -99,6 +106,12 @@ class PostgresSourceRunner:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        SOURCE_LAG.values.pop(tuple(sorted(self._lag_labels.items())), None)
+
+    @property
+    def _lag_labels(self) -> dict[str, str]:
+        item = self.coord.catalog.items.get(self.source_id)
+        return {"source": item.name if item else self.source_id, "table": "", "unit": "bytes"}
 
     def add_table(self, table: Item) -> asyncio.Future:
         """Bind a new table; the future resolves once its snapshot is durable."""
@@ -128,7 +141,8 @@ class PostgresSourceRunner:
                 await asyncio.to_thread(
                     pg.stream, self.params(), self.source.details["slot"],
                     self.source.details["publication"], self.source.details.get("lsn", 0),
-                    self._on_commit_from_thread, self._stop, self._on_relation, self._on_idle_from_thread)
+                    self._apply_from_thread, self._stop, self._on_relation, self._on_idle_from_thread,
+                    self._on_lag)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a dead upstream stalls only this source
@@ -179,28 +193,49 @@ class PostgresSourceRunner:
         tables = list({b.upstream.oid: b.upstream for b in pending}.values())
         log.info("snapshot", extra={"event": "snapshot_start", "source": self.source.name,
                                     "tables": [t.qualified for t in tables], "slot": slot})
+        by_oid: dict[int, list[Binding]] = defaultdict(list)
+        for b in pending:
+            by_oid[b.upstream.oid].append(b)
+        parts: dict[str, list[pa.Table]] = {b.table.id: [] for b in pending}
+        unreadable: dict[str, SqlError] = {}
+        logged = {"at": time.monotonic()}
 
-        def progress(oid: int, rows: int) -> None:
-            for b in pending:
-                if b.upstream.oid == oid:
-                    self.status.snapshot_rows[b.table.name] = (rows, rows)
+        def on_batch(table: pg.UpstreamTable, columns: list[pa.Array], rows: int) -> None:
+            # On the COPY's parsing thread: Arrow kernels, mostly without the GIL.
+            for b in by_oid[table.oid]:
+                if b.table.id in unreadable:
+                    continue
+                try:
+                    parts[b.table.id].append(writes.text_columns_to_updates(
+                        b.table, [columns[p] for p in b.positions], rows, decode=_decoder(b)))
+                except _VALUE_ERRORS as exc:  # a value we cannot hold: not retryable, drop the new table
+                    unreadable[b.table.id] = _ingest_error(b, exc)
+                    parts[b.table.id].clear()
 
-        snap = await asyncio.to_thread(pg.take_snapshot, self.params(), slot, tables, not first, progress)
+        def progress(table: pg.UpstreamTable, copied: int, expected: int) -> None:
+            for b in by_oid[table.oid]:
+                self.status.snapshot_rows[b.table.name] = (copied, expected)
+            now = time.monotonic()
+            if copied == expected or now - logged["at"] >= 5.0:
+                logged["at"] = now
+                log.info("snapshot progress", extra={"event": "snapshot_progress", "source": self.source.name,
+                                                     "table": table.qualified, "copied": copied,
+                                                     "expected": expected})
+
+        lsn = await asyncio.to_thread(pg.take_snapshot, self.params(), slot, tables, not first, on_batch,
+                                      progress)
         updates: dict[str, pa.Table] = {}
         ops: list[dict] = []
-        unreadable: dict[str, SqlError] = {}
         for b in pending:
-            try:
-                rows = [_convert(b, raw) for raw in snap.rows.get(b.upstream.oid, [])]
-                updates[b.table.id] = writes.rows_to_updates(b.table, rows) if rows else _empty(b.table)
-            except _VALUE_ERRORS as exc:  # a value we cannot hold: not retryable, drop the new table
-                unreadable[b.table.id] = _ingest_error(b, exc)
+            if b.table.id in unreadable:
                 ops += [{"op": "drop", "id": b.table.id}, {"op": "drop_collection", "collection": b.table.id}]
                 continue
-            ops.append({"op": "details", "id": b.table.id, "details": {"source": {"snapshot_lsn": snap.lsn}}})
+            if parts[b.table.id]:
+                updates[b.table.id] = pa.concat_tables(parts[b.table.id])
+            ops.append({"op": "details", "id": b.table.id, "details": {"source": {"snapshot_lsn": lsn}}})
         source_details: dict = {}
         if first:
-            source_details = {"slot_created": True, "lsn": snap.lsn}
+            source_details = {"slot_created": True, "lsn": lsn}
         if source_details:
             ops.append({"op": "details", "id": self.source_id, "details": source_details})
         async with self.coord.write_lock:
@@ -214,13 +249,18 @@ class PostgresSourceRunner:
         for b in pending:
             if b.table.id in unreadable:
                 continue
-            b.snapshot_lsn = snap.lsn
+            b.snapshot_lsn = lsn
+            self._count_rows(b.table, updates[b.table.id].num_rows if b.table.id in updates else 0)
             fut = self._snapshots_done.pop(b.table.id, None)
             if fut is not None and not fut.done():
-                fut.set_result(snap.lsn)
+                fut.set_result(lsn)
         log.info("snapshot done", extra={"event": "snapshot_done", "source": self.source.name,
-                                         "lsn": pgoutput.lsn_to_str(snap.lsn),
-                                         "rows": sum(len(r) for r in snap.rows.values())})
+                                         "lsn": pgoutput.lsn_to_str(lsn),
+                                         "rows": sum(t.num_rows for t in updates.values())})
+
+    def _count_rows(self, table: Item, rows: int) -> None:
+        SOURCE_ROWS.inc(rows, source=self.source.name, table=table.name)
+        self.manager.rows_ingested += rows
 
     # -- called on the stream thread ------------------------------------------------
     def _on_relation(self, rel) -> None:
@@ -231,8 +271,15 @@ class PostgresSourceRunner:
             if problem is not None:
                 asyncio.run_coroutine_threadsafe(self._table_error(b, problem), self.manager.loop).result()
 
-    def _on_commit_from_thread(self, txn: pg.Transaction) -> None:
-        asyncio.run_coroutine_threadsafe(self._ingest(txn), self.manager.loop).result()
+    def _apply_from_thread(self, txns: list[pg.Transaction]) -> concurrent.futures.Future:
+        """Convert a batch of transactions here, on the stream thread, and have the event loop
+        write it; the future completes once it is durable."""
+        batch = self._prepare(txns)
+        return asyncio.run_coroutine_threadsafe(self._commit_batch(batch), self.manager.loop)
+
+    def _on_lag(self, wal_bytes: int) -> None:
+        if not self._closing:  # stop() takes the series away
+            SOURCE_LAG.set(wal_bytes, **self._lag_labels)
 
     def _on_idle_from_thread(self, lsn: int) -> None:
         self._progressed = True  # the stream is up and caught up
@@ -253,49 +300,98 @@ class PostgresSourceRunner:
             await self.coord.commit([{"op": "details", "id": b.table.id,
                                       "details": {"source": {"error": problem}}}], {})
 
-    async def _ingest(self, txn: pg.Transaction) -> None:
-        """One upstream transaction → one write at one timestamp (with the new LSN)."""
-        if txn.end_lsn <= self.source.details.get("lsn", 0):
-            return  # already durable: a restart re-sent it
-        rows: dict[str, tuple[list, list]] = {}
-        failed: dict[str, SqlError] = {}  # a value a table cannot hold errors that table, not the source
-        for change in txn.changes:
-            for b in self.bindings.values():
-                if b.upstream.oid != change.relation.oid or not b.ready or txn.commit_lsn < b.snapshot_lsn:
-                    continue
-                plus, minus = rows.setdefault(b.table.id, ([], []))
-                try:
-                    positions = _stream_positions(b, change.relation)
-                    if change.old is not None:
-                        minus.append(_convert(b, change.old, positions))
+    def _prepare(self, txns: list[pg.Transaction]) -> _Batch:
+        """Upstream transactions → updates per table, in commit order. A table that cannot
+        take a transaction (a value it cannot hold, a TRUNCATE) keeps what came before it
+        and errors; the other tables carry on."""
+        by_oid: dict[int, list[Binding]] = defaultdict(list)
+        for b in list(self.bindings.values()):
+            by_oid[b.upstream.oid].append(b)
+        segments: dict[str, list[tuple[list, list]]] = defaultdict(list)  # table → (new, old rows) per txn
+        bound: dict[str, Binding] = {}
+        batch = _Batch(txns[-1].end_lsn)
+        for txn in txns:
+            touched: dict[str, tuple[list, list]] = {}
+            for change in txn.changes:
+                for b in by_oid.get(change.relation.oid, ()):
+                    if not b.ready or txn.commit_lsn < b.snapshot_lsn:
+                        continue
+                    rows = touched.get(b.table.id)
+                    if rows is None:
+                        rows = touched[b.table.id] = ([], [])
+                        bound[b.table.id] = b
+                    pick = _stream_picker(b, change.relation)
                     if change.new is not None:
-                        plus.append(_convert(b, change.new, positions))
-                except _VALUE_ERRORS as exc:
-                    failed.setdefault(b.table.id, _ingest_error(b, exc))
-        for oid in txn.truncated:
-            for b in self.bindings.values():
-                if b.upstream.oid == oid and b.ready:
-                    await self._table_error(b, f'upstream TRUNCATE of "{b.upstream.qualified}" cannot be '
-                                               "ingested; drop and recreate the table")
-        updates = {}
-        for table_id, (plus, minus) in rows.items():
-            b = self.bindings[table_id]
-            parts: list = []
+                        rows[0].append(pick(change.new))
+                    if change.old is not None:
+                        rows[1].append(pick(change.old))
+            for table_id, rows in touched.items():
+                segments[table_id].append(rows)
+            for oid in txn.truncated:
+                for b in by_oid.get(oid, ()):
+                    if b.ready:
+                        batch.fail(b, f'upstream TRUNCATE of "{b.upstream.qualified}" cannot be ingested; '
+                                      "drop and recreate the table")
+        for table_id, segs in segments.items():
+            b = bound[table_id]
             try:
-                parts = [writes.rows_to_updates(b.table, plus, +1)] if plus else []
-                if minus:
-                    parts.append(writes.rows_to_updates(b.table, minus, -1))
-            except _VALUE_ERRORS as exc:
-                failed.setdefault(table_id, _ingest_error(b, exc))
-            if parts and table_id not in failed:
-                updates[table_id] = writes.concat_updates(parts)
-        for table_id, exc in failed.items():
-            await self._table_error(self.bindings[table_id], exc.message)
-        ops = [{"op": "details", "id": self.source_id, "details": {"lsn": txn.end_lsn}}]
+                batch.updates[table_id] = _segments_to_updates(b, segs)
+            except _VALUE_ERRORS:
+                # Find the transaction it cannot take: the table keeps the ones before it.
+                kept = []
+                for seg in segs:
+                    try:
+                        kept.append(_segments_to_updates(b, [seg]))
+                    except _VALUE_ERRORS as exc:
+                        batch.fail(b, _ingest_error(b, exc).message)
+                        break
+                if kept:
+                    batch.updates[table_id] = writes.concat_updates(kept)
+        return batch
+
+    async def _commit_batch(self, batch: _Batch) -> None:
+        """One write at one timestamp: the batch's updates, the errors of tables that could not
+        take it, and the source's new LSN."""
         async with self.coord.write_lock:
+            items = self.coord.catalog.items
+            source = items.get(self.source_id)
+            if source is None or batch.end_lsn <= source.details.get("lsn", 0):
+                return  # dropped while waiting for the lock, or already durable (a restart re-sent it)
+            ops = [{"op": "details", "id": b.table.id, "details": {"source": {"error": problem}}}
+                   for b, problem in batch.errors if b.table.id in items]
+            ops.append({"op": "details", "id": self.source_id, "details": {"lsn": batch.end_lsn}})
+            updates = {k: v for k, v in batch.updates.items() if v.num_rows and k in items}
             await self.coord.commit(ops, updates)
         self._progressed = True
-        self.manager.rows_ingested += sum(t.num_rows for t in updates.values())
+        for b, problem in batch.errors:
+            log.warning("table errored", extra={"event": "table_error", "table": b.table.name, "error": problem})
+        for table_id, t in updates.items():
+            item = self.coord.catalog.items.get(table_id)
+            if item is not None:
+                self._count_rows(item, t.num_rows)
+
+
+@dataclass
+class _Batch:
+    end_lsn: int
+    updates: dict[str, pa.Table] = field(default_factory=dict)
+    errors: list[tuple[Binding, str]] = field(default_factory=list)
+
+    def fail(self, b: Binding, problem: str) -> None:
+        b.error = problem  # the stream skips the table from here on
+        self.errors.append((b, problem))
+
+
+def _segments_to_updates(b: Binding, segments: list[tuple[list, list]]) -> pa.Table:
+    new = [row for seg in segments for row in seg[0]]
+    old = [row for seg in segments for row in seg[1]]
+    parts = [_text_rows_to_updates(b, rows, diff) for rows, diff in ((new, 1), (old, -1)) if rows]
+    return writes.concat_updates(parts) if parts else _empty(b.table)
+
+
+def _text_rows_to_updates(b: Binding, rows: list[tuple], diff: int) -> pa.Table:
+    columns = [pa.array(values, pa.binary()) for values in zip(*rows)]
+    return writes.text_columns_to_updates(b.table, columns, len(rows), diff, decode=_decoder(b))
 
 
 _VALUE_ERRORS = (SqlError, ArithmeticError, ValueError)
@@ -307,28 +403,40 @@ def _ingest_error(b: Binding, exc: Exception) -> SqlError:
                     f'cannot ingest upstream table "{b.upstream.qualified}" into "{b.table.name}": {detail}')
 
 
-def _stream_positions(b: Binding, rel) -> list[int]:
-    """Our columns' positions in a Relation message: by name, as upstream may have added or
-    dropped other columns since the table was created."""
+def _stream_picker(b: Binding, rel) -> Callable:
+    """Our columns' values from a row of a Relation message: found by name, as upstream may
+    have added or dropped other columns since the table was created."""
     if b.relation is not rel:
         index = {c.name: i for i, c in enumerate(rel.columns)}
-        b.relation_positions = [index[b.upstream.columns[p].name] for p in b.positions]
+        positions = [index[b.upstream.columns[p].name] for p in b.positions]
+        if len(positions) == 1:
+            p = positions[0]
+            b.relation_pick = lambda row: (row[p],)
+        else:
+            b.relation_pick = operator.itemgetter(*positions) if positions else (lambda row: ())
         b.relation = rel
-    return b.relation_positions
+    return b.relation_pick
 
 
-def _convert(b: Binding, raw: list | tuple, positions: list[int] | None = None) -> list:
-    out = []
-    for col, pos in zip(b.table.columns, b.positions if positions is None else positions):
-        value = raw[pos]
-        value = None if value is None else decode_text(col.type, bytes(value))
-        if isinstance(value, Decimal) and col.type.typmod < 0 and value.is_finite() \
-                and value.as_tuple().exponent < -10 and value != round(value, 10):
-            # A plain numeric is stored with scale 10 (writes.check_value): refuse, never round.
-            raise SqlError("22003", f'value {value} of column "{col.name}" has more than 10 digits after '
-                                    "the decimal point", hint=f"Ingest it with WITH (TEXT COLUMNS ({col.name})).")
-        out.append(value)
-    return out
+def _decoder(b: Binding) -> Callable[[int, bytes], object]:
+    """How a value the column-at-a-time reader leaves is read: as the type's input function
+    would, except that a plain numeric never rounds."""
+    columns = b.table.columns
+
+    def decode(pos: int, raw: bytes) -> object:
+        return _decode_value(columns[pos], raw)
+
+    return decode
+
+
+def _decode_value(col: Column, raw: bytes) -> object:
+    value = decode_text(col.type, bytes(raw))
+    if isinstance(value, Decimal) and col.type.typmod < 0 and value.is_finite() \
+            and value.as_tuple().exponent < -10 and value != round(value, 10):
+        # A plain numeric is stored with scale 10 (writes.check_value): refuse, never round.
+        raise SqlError("22003", f'value {value} of column "{col.name}" has more than 10 digits after '
+                                "the decimal point", hint=f"Ingest it with WITH (TEXT COLUMNS ({col.name})).")
+    return value
 
 
 def _empty(table: Item) -> pa.Table:

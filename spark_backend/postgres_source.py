@@ -9,16 +9,22 @@ then START_REPLICATION from the slot, so there is no gap and no overlap.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import fcntl
 import logging
+import os
 import select
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import psycopg2
 import psycopg2.extras
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 from psycopg2 import sql as pgsql
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
@@ -76,11 +82,13 @@ class Params:
     password: str | None
     database: str
 
-    def connect(self, replication: bool = False, timeout: int = 10):
+    def connect(self, replication: bool = False, timeout: int = 10, options: str | None = None):
         kwargs: dict[str, object] = {
             "host": self.host, "port": self.port, "user": self.user, "dbname": self.database,
             "connect_timeout": timeout, "application_name": "sparkwire",
             "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+        if options is not None:
+            kwargs["options"] = options
         if self.password is not None:
             kwargs["password"] = self.password
         if replication:
@@ -189,82 +197,28 @@ def drop_slot(params: Params, slot: str, attempts: int = 20) -> bool:
 
 # -- snapshots -------------------------------------------------------------------
 
-def _copy_fields(line: bytes) -> list[bytes | None]:
-    """One line of COPY's text format as raw field values (None for \\N)."""
-    out: list[bytes | None] = []
-    for raw in line.rstrip(b"\n").split(b"\t"):
-        if raw == b"\\N":
-            out.append(None)
-        elif b"\\" in raw:
-            out.append(_unescape(raw))
-        else:
-            out.append(raw)
-    return out
+# Output settings for our sessions upstream (the snapshot's and the walsender's): the text
+# of every value is then in the one form the column-at-a-time reader takes whole (ISO
+# dates, UTC offsets, hex bytea, shortest exact floats, UTF-8). Any other form still reads
+# right, value by value; these only decide how fast.
+OUTPUT_SETTINGS = ("-c DateStyle=ISO,MDY -c IntervalStyle=postgres -c TimeZone=UTC -c extra_float_digits=1 "
+                   "-c bytea_output=hex -c client_encoding=UTF8")
 
+COPY_BLOCK = 4 << 20  # bytes of COPY output parsed at a time: what a snapshot holds unconverted
 
-_ESCAPES = {ord("b"): b"\b", ord("f"): b"\f", ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t",
-            ord("v"): b"\v", ord("\\"): b"\\"}
-
-
-def _unescape(raw: bytes) -> bytes:
-    out = bytearray()
-    i = 0
-    while i < len(raw):
-        c = raw[i]
-        if c == 0x5C and i + 1 < len(raw):
-            n = raw[i + 1]
-            if n in _ESCAPES:
-                out += _ESCAPES[n]
-                i += 2
-                continue
-            if 0x30 <= n <= 0x37:
-                j = i + 1
-                while j < len(raw) and j < i + 4 and 0x30 <= raw[j] <= 0x37:
-                    j += 1
-                out.append(int(raw[i + 1:j], 8) & 0xFF)
-                i = j
-                continue
-            if n == ord("x"):
-                j = i + 2
-                while j < len(raw) and j < i + 4 and chr(raw[j]) in "0123456789abcdefABCDEF":
-                    j += 1
-                out.append(int(raw[i + 2:j], 16))
-                i = j
-                continue
-            out.append(n)
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return bytes(out)
-
-
-class _Lines:
-    """A write-only file that splits COPY output into lines for a callback."""
-
-    def __init__(self, on_line: Callable[[bytes], None]) -> None:
-        self.on_line = on_line
-        self.rest = b""
-
-    def write(self, data) -> int:
-        data = self.rest + (data.encode() if isinstance(data, str) else bytes(data))
-        lines = data.split(b"\n")
-        self.rest = lines.pop()
-        for line in lines:
-            self.on_line(line)
-        return len(data)
-
-
-@dataclass
-class Snapshot:
-    lsn: int  # the slot's consistent point: commits before it are in the rows
-    rows: dict[int, list[list[bytes | None]]] = field(default_factory=dict)  # table oid → rows
+OnBatch = Callable[["UpstreamTable", list[pa.Array], int], None]
 
 
 def take_snapshot(params: Params, slot: str, tables: list[UpstreamTable], temporary: bool,
-                  progress: Callable[[int, int], None] | None = None) -> Snapshot:
-    """Create `slot` with USE_SNAPSHOT and COPY `tables` in that snapshot's transaction."""
-    conn = params.connect(replication=True)
+                  on_batch: OnBatch, progress: Callable[[UpstreamTable, int, int], None] | None = None) -> int:
+    """Create `slot` with USE_SNAPSHOT and COPY `tables` in that snapshot's transaction; the
+    slot's consistent point (commits before it are in the rows) is returned.
+
+    Each table's rows arrive as `on_batch(table, columns, rows)`: one binary array of text
+    output per upstream column, null for NULL, a few MB of COPY output at a time, called
+    on a parsing thread while the next block is being received. `progress(table, copied,
+    expected)` follows each table, `expected` being its row count in the snapshot."""
+    conn = params.connect(replication=True, options=OUTPUT_SETTINGS)
     try:
         cur = conn.cursor()
         cur.execute("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")
@@ -272,33 +226,104 @@ def take_snapshot(params: Params, slot: str, tables: list[UpstreamTable], tempor
         cur.execute(f"CREATE_REPLICATION_SLOT {pgsql.Identifier(slot).as_string(conn)} {kind} pgoutput "
                     "USE_SNAPSHOT")
         _, consistent_point, _, _ = cur.fetchone()
-        snap = Snapshot(pgoutput.str_to_lsn(consistent_point))
         for table in tables:
-            rows: list[list[bytes | None]] = []
-            snap.rows[table.oid] = rows
-            cols = pgsql.SQL(", ").join(pgsql.Identifier(c.name) for c in table.columns)
-            query = pgsql.SQL("COPY (SELECT {} FROM {}.{}) TO STDOUT").format(
-                cols, pgsql.Identifier(table.schema), pgsql.Identifier(table.name))
-            sink = _Lines(lambda line, rows=rows: rows.append(_copy_fields(line)))
-            cur.copy_expert(query.as_string(conn), sink)
-            if progress is not None:
-                progress(table.oid, len(rows))
+            name = pgsql.SQL("{}.{}").format(pgsql.Identifier(table.schema), pgsql.Identifier(table.name))
+            cur.execute(pgsql.SQL("SELECT count(*) FROM {}").format(name).as_string(conn))
+            expected = cur.fetchone()[0]
+            report = _Progress(table, expected, progress) if progress else None
+            if report is not None:
+                report(0)
+            if not table.columns:  # nothing to COPY: rows without values
+                on_batch(table, [], expected)
+                copied = expected
+            else:
+                cols = pgsql.SQL(", ").join(pgsql.Identifier(c.name) for c in table.columns)
+                query = pgsql.SQL("COPY (SELECT {} FROM {}) TO STDOUT (FORMAT csv)").format(cols, name)
+                copied = _copy_csv(cur, query.as_string(conn), len(table.columns),
+                                   lambda columns, rows, t=table: on_batch(t, columns, rows), report)
+            if report is not None:
+                report(copied)
         cur.execute("COMMIT")
-        return snap
+        return pgoutput.str_to_lsn(consistent_point)
     finally:
         conn.close()
 
 
+class _Progress:
+    """progress(table, copied, expected), once per new count."""
+
+    def __init__(self, table: UpstreamTable, expected: int, progress: Callable[[UpstreamTable, int, int], None]):
+        self.table, self.expected, self.progress, self.last = table, expected, progress, None
+
+    def __call__(self, copied: int) -> None:
+        if copied != self.last:
+            self.last = copied
+            self.progress(self.table, copied, self.expected)
+
+
+def _copy_csv(cur, query: str, width: int, on_batch: Callable[[list[pa.Array], int], None],
+              report: Callable[[int], None] | None) -> int:
+    """Run COPY ... (FORMAT csv) and hand its rows over in blocks; the number of rows.
+
+    psycopg2 writes COPY output row by row into a pipe; a second thread parses the other end
+    with Arrow's CSV reader (which does the work in C++, without the GIL), so receiving and
+    parsing overlap and at most a few blocks are in memory. In PostgreSQL's CSV a NULL is an
+    unquoted empty field and an empty string a quoted one, which is what Arrow distinguishes
+    with quoted_strings_can_be_null=False."""
+    read_fd, write_fd = os.pipe()
+    with contextlib.suppress(OSError):  # a bigger pipe means fewer thread switches; optional
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    names = [f"c{i}" for i in range(width)]
+    state: dict = {"rows": 0, "error": None}
+
+    def parse() -> None:
+        try:
+            with open(read_fd, "rb") as source:  # closing it turns a stuck write into EPIPE
+                if not source.peek(1):  # no rows: Arrow calls an empty file an error
+                    return
+                reader = pa_csv.open_csv(
+                    source,
+                    read_options=pa_csv.ReadOptions(column_names=names, block_size=COPY_BLOCK),
+                    parse_options=pa_csv.ParseOptions(delimiter=",", quote_char='"', double_quote=True,
+                                                      escape_char=False, newlines_in_values=True),
+                    convert_options=pa_csv.ConvertOptions(
+                        column_types={n: pa.binary() for n in names}, null_values=[""],
+                        strings_can_be_null=True, quoted_strings_can_be_null=False, check_utf8=False))
+                for batch in reader:
+                    on_batch(batch.columns, batch.num_rows)
+                    state["rows"] += batch.num_rows
+                    if report is not None:
+                        report(state["rows"])
+        except BaseException as exc:  # noqa: BLE001 - raised on the COPY's thread below
+            state["error"] = exc
+
+    thread = threading.Thread(target=parse, name="snapshot-parse", daemon=True)
+    thread.start()
+    try:
+        with open(write_fd, "wb", buffering=1 << 20) as sink:
+            cur.copy_expert(query, sink)
+    except OSError as exc:
+        thread.join()
+        if state["error"] is not None:  # the parser stopped first: its error is the cause
+            raise state["error"] from exc
+        raise
+    finally:
+        thread.join()  # it ends at the end of the pipe, closed above whatever happened
+    if state["error"] is not None:
+        raise state["error"]
+    return state["rows"]
+
+
 # -- the stream -----------------------------------------------------------------------
 
-@dataclass
+@dataclass(slots=True)
 class Change:
     relation: pgoutput.Relation
-    old: tuple | None  # raw values, UNCHANGED_TOAST filled
-    new: tuple | None
+    old: list | None  # raw values, UNCHANGED_TOAST filled
+    new: list | None
 
 
-@dataclass
+@dataclass(slots=True)
 class Transaction:
     commit_lsn: int
     end_lsn: int
@@ -307,70 +332,134 @@ class Transaction:
     truncated: list[int] = field(default_factory=list)  # relation oids
 
 
+# The most row changes handed over at once when transactions are waiting: several
+# transactions then become one write (never part of one), which is what makes a backlog
+# cheap to catch up on; the bound keeps the memory and each write's size in check.
+BATCH_CHANGES = 100_000
+MAX_IN_FLIGHT = 1  # batches handed over and not yet durable, besides the one being converted
+
+
 def stream(params: Params, slot: str, publication: str, start_lsn: int,
-           on_commit: Callable[[Transaction], None], stop: threading.Event,
+           apply: Callable[[list[Transaction]], Future], stop: threading.Event,
            on_relation: Callable[[pgoutput.Relation], None] | None = None,
-           on_idle: Callable[[int], None] | None = None) -> None:
-    """Follow the slot until `stop` is set; `on_commit` must return only once the
-    transaction is durable, because its end LSN is confirmed upstream right after."""
-    conn = params.connect(replication=True)
+           on_idle: Callable[[int], None] | None = None,
+           on_lag: Callable[[int], None] | None = None) -> None:
+    """Follow the slot until `stop` is set.
+
+    Complete transactions go to `apply(transactions)`, in commit order; it returns a future
+    that completes once they are durable, and only then is the last one's end LSN confirmed
+    upstream. While one batch is being made durable the next is received and decoded: every
+    transaction that has arrived by then (up to BATCH_CHANGES row changes) goes in it.
+    `on_lag(bytes)` reports the WAL the server has sent or announced past what is durable."""
+    conn = params.connect(replication=True, options=OUTPUT_SETTINGS)
     try:
         cur = conn.cursor()
         cur.start_replication(slot_name=slot, decode=False, start_lsn=start_lsn,
                               options={"proto_version": "1", "publication_names": publication})
-        relations: dict[int, pgoutput.Relation] = {}
-        txn: Transaction | None = None
-        confirmed = start_lsn
-        last_feedback = time.monotonic()
-        for msg in _messages(cur, stop):
-            if msg is None:
-                # Idle: confirm what the server says it has sent, so upstream WAL
-                # does not pile up while the published tables are quiet.
-                if txn is None and time.monotonic() - last_feedback > 1.0:
-                    confirmed = max(confirmed, getattr(cur, "wal_end", 0) or 0)
-                    cur.send_feedback(flush_lsn=confirmed, reply=False)
-                    if on_idle is not None:
-                        on_idle(confirmed)
-                    last_feedback = time.monotonic()
-                continue
-            m = pgoutput.decode(msg.payload)
-            if isinstance(m, pgoutput.Begin):
-                txn = Transaction(m.final_lsn, 0, m.commit_time_us, [])
-            elif isinstance(m, pgoutput.Relation):
-                relations[m.oid] = m
-                if on_relation is not None:
-                    on_relation(m)
-            elif isinstance(m, pgoutput.Insert):
-                txn.changes.append(Change(relations[m.relation_oid], None, _values(m.new)))
-            elif isinstance(m, pgoutput.Update):
-                old = _values(m.old) if m.old is not None else None
-                new = pgoutput.fill_unchanged_toast(m.new, m.old)
-                txn.changes.append(Change(relations[m.relation_oid], old, _values(new)))
-            elif isinstance(m, pgoutput.Delete):
-                txn.changes.append(Change(relations[m.relation_oid], _values(m.old), None))
-            elif isinstance(m, pgoutput.Truncate):
-                txn.truncated.extend(m.relation_oids)
-            elif isinstance(m, pgoutput.Commit):
-                txn.commit_lsn, txn.end_lsn = m.commit_lsn, m.end_lsn
-                if txn.end_lsn > start_lsn:
-                    on_commit(txn)
-                confirmed = max(confirmed, m.end_lsn)
-                cur.send_feedback(flush_lsn=confirmed, reply=False)
-                last_feedback = time.monotonic()
-                txn = None
+        _follow(cur, start_lsn, apply, stop, on_relation, on_idle, on_lag)
     finally:
         conn.close()
 
 
-def _values(tuple_data) -> tuple:
-    return tuple(tuple_data.values) if hasattr(tuple_data, "values") else tuple(tuple_data)
+def _follow(cur, start_lsn: int, apply, stop: threading.Event, on_relation, on_idle, on_lag) -> None:
+    relations: dict[int, pgoutput.Relation] = {}
+    txn: Transaction | None = None
+    pending: list[Transaction] = []
+    pending_changes = 0
+    inflight: collections.deque[tuple[Future, int]] = collections.deque()  # batches being written, end LSNs
+    confirmed = start_lsn
+    last_feedback = time.monotonic()
+    received = 0
 
+    def report_lag() -> None:
+        if on_lag is not None:
+            on_lag(max(0, (getattr(cur, "wal_end", 0) or 0) - confirmed))
 
-def _messages(cur, stop: threading.Event) -> Iterator:
+    def settle(keep: int) -> None:
+        """Confirm the batches that are durable, waiting until at most `keep` are left."""
+        nonlocal confirmed, last_feedback
+        done = False
+        while inflight and (len(inflight) > keep or inflight[0][0].done()):
+            future, end_lsn = inflight.popleft()
+            _wait(future, stop)  # a failed write fails the stream: it restarts from what is durable
+            confirmed = max(confirmed, end_lsn)
+            done = True
+        if done:
+            cur.send_feedback(flush_lsn=confirmed, reply=False)
+            last_feedback = time.monotonic()
+            report_lag()
+
+    def hand_over() -> None:
+        # Converted (in apply, on this thread) while the batch before is being written; two
+        # batches in flight at most, written in order under the coordinator's write lock.
+        nonlocal pending, pending_changes
+        inflight.append((apply(pending), pending[-1].end_lsn))
+        pending, pending_changes = [], 0
+        report_lag()  # received, not yet durable
+        settle(keep=MAX_IN_FLIGHT)
+
+    decode_change, decode = pgoutput.decode_change, pgoutput.decode
     while not stop.is_set():
         msg = cur.read_message()
-        if msg is not None:
-            yield msg
+        if msg is None:
+            if pending:
+                hand_over()
+                continue
+            settle(keep=len(inflight))
+            if not inflight and txn is None and time.monotonic() - last_feedback > 1.0:
+                # Idle: confirm what the server says it has sent, so upstream WAL does
+                # not pile up while the published tables are quiet.
+                confirmed = max(confirmed, getattr(cur, "wal_end", 0) or 0)
+                cur.send_feedback(flush_lsn=confirmed, reply=False)
+                if on_idle is not None:
+                    on_idle(confirmed)
+                report_lag()
+                last_feedback = time.monotonic()
+            select.select([cur], [], [], 0.005 if inflight else 0.2)
             continue
-        yield None
-        select.select([cur], [], [], 0.2)
+        payload = msg.payload
+        change = decode_change(payload)
+        if change is not None:
+            oid, old, new = change
+            txn.changes.append(Change(relations[oid], old, new))
+            received += 1
+            if not received & 4095:  # now and then within a big transaction
+                report_lag()
+            continue
+        m = decode(payload)
+        if isinstance(m, pgoutput.Begin):
+            txn = Transaction(m.final_lsn, 0, m.commit_time_us, [])
+        elif isinstance(m, pgoutput.Commit):
+            txn.commit_lsn, txn.end_lsn = m.commit_lsn, m.end_lsn
+            if txn.end_lsn > start_lsn:  # else durable already: a restart re-sent it
+                pending.append(txn)
+                pending_changes += len(txn.changes)
+                if pending_changes >= BATCH_CHANGES:
+                    hand_over()
+            txn = None
+        elif isinstance(m, pgoutput.Relation):
+            # A new schema may error a table: everything before it is written first.
+            if pending:
+                hand_over()
+            settle(keep=0)
+            relations[m.oid] = m
+            if on_relation is not None:
+                on_relation(m)
+        elif isinstance(m, pgoutput.Truncate):
+            txn.truncated.extend(m.relation_oids)
+    settle(keep=0)
+
+
+def _wait(future: Future, stop: threading.Event, patience: float = 30.0) -> None:
+    """The future's outcome; once stopping, only for so long: a server shutting down may
+    never run the write, and what is durable is known without waiting for it."""
+    waited = 0.0
+    while True:
+        try:
+            future.result(timeout=0.5)
+            return
+        except TimeoutError:
+            if stop.is_set():
+                waited += 0.5
+                if waited >= patience:
+                    raise
