@@ -7,6 +7,8 @@ both carry `__mz_ts` and `__mz_diff`, so the same delta SQL serves both.
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -28,6 +30,8 @@ from spark_backend.schema import (
     storage_spark_ddl,
 )
 from spark_backend.storage import Store
+
+_VIEW_IDS = itertools.count(1)
 
 _BIGINT = SqlType(BY_NAME["bigint"])
 
@@ -125,11 +129,14 @@ def run_over_updates(spark: SparkSession, inputs: list[Input], updates: dict[str
 
 def run_over_table(spark: SparkSession, name: str, table: pa.Table, sql: str) -> pa.Table:
     """Run SQL over an Arrow table registered as view `name` (joined updates, say)."""
-    spark.createDataFrame(table).createOrReplaceTempView(name)
+    # Temp views are shared by every thread of the session: two subscriptions' batches
+    # running at once must not replace each other's view, so each call gets its own name.
+    unique = f"{name}_{next(_VIEW_IDS)}"
+    spark.createDataFrame(table).createOrReplaceTempView(unique)
     try:
-        return _result(spark.sql(sql), table.num_rows <= SMALL_BATCH)
+        return _result(spark.sql(re.sub(rf"\b{re.escape(name)}\b", unique, sql)), table.num_rows <= SMALL_BATCH)
     finally:
-        spark.catalog.dropTempView(name)
+        spark.catalog.dropTempView(unique)
 
 
 def history(spark: SparkSession, store: Store, rel: Input, after: int, upto: int) -> pa.Table:
