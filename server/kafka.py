@@ -145,6 +145,7 @@ class KafkaTableRunner:
         # DROP TABLE (unlike DROP SOURCE) does not stop the runner: it ends itself.
         while not self._stop.is_set() and not self._dropped():
             consumer = None
+            pending: asyncio.Future | None = None  # the next poll, under way during a batch
             try:
                 info = self.table.details["source"]
                 source = self.coord.catalog.items[info["source_id"]]
@@ -161,7 +162,8 @@ class KafkaTableRunner:
                 idle_polls = 0
                 while not self._stop.is_set() and not self._dropped():
                     polling = time.perf_counter()
-                    raw = await asyncio.to_thread(consumer.poll)
+                    raw = await (pending if pending is not None else asyncio.to_thread(consumer.poll))
+                    pending = None
                     self._poll_s = time.perf_counter() - polling
                     if consumer.errors:
                         self.status, self.error = "stalled", consumer.errors[-1]
@@ -177,6 +179,10 @@ class KafkaTableRunner:
                                 self.status, self.error = "running", None
                             await self._refresh_lag(consumer)
                         continue
+                    # The consumer thread builds the next batch while Spark works on this one.
+                    # Nothing is acknowledged by polling: if this batch fails, the consumer is
+                    # recreated from the durable offsets and the polled batch is dropped.
+                    pending = asyncio.ensure_future(asyncio.to_thread(consumer.poll))
                     await self._ingest(spec, plan, target, raw)
                     await self._refresh_lag(consumer)
             except asyncio.CancelledError:
@@ -188,6 +194,8 @@ class KafkaTableRunner:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10)
             finally:
+                if pending is not None:
+                    await asyncio.gather(pending, return_exceptions=True)  # before closing its consumer
                 if consumer is not None:
                     await asyncio.to_thread(consumer.close)
 

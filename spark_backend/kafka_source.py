@@ -19,6 +19,7 @@ import io
 import itertools
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -255,6 +256,38 @@ class BatchResult:
     events: list[dict] = field(default_factory=list)
 
 
+_sessions: dict[int, object] = {}
+_sessions_lock = threading.Lock()
+
+
+def batch_session(spark):
+    """The SparkSession for Kafka batches: the server's, with one optimizer rule off.
+
+    Spark turns a batch handed over from Arrow into a local relation, and its optimizer
+    then evaluates projections over it on the driver, row by row and interpreted
+    (ConvertToLocalRelation), once per query that refers to it. Without that rule the
+    same work runs as generated code in tasks on every core: measured here, a 2e5-record
+    batch decodes and picks its winners about twice as fast. A session of its own keeps
+    the setting away from every other query (same SparkContext, same cache)."""
+    with _sessions_lock:
+        session = _sessions.get(id(spark))
+        if session is None:
+            try:
+                session = spark.newSession()
+            except Exception:  # noqa: BLE001 - Spark Connect shares one session: keep the rule there
+                session = spark
+            else:
+                # Settings made at run time on the server's session (not in the SparkConf
+                # a new session starts from); static ones cannot be set and need not be.
+                for key, value in spark.conf.getAll.items():
+                    if key.startswith("spark.sql.") and session.conf.isModifiable(key):
+                        session.conf.set(key, value)
+                session.conf.set("spark.sql.optimizer.excludedRules",
+                                 "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation")
+            _sessions[id(spark)] = session
+        return session
+
+
 def _decoded(spark, plan: DecodePlan, raw: pa.Table):
     df = spark.createDataFrame(raw, schema="key BINARY, value BINARY, partition INT, offset BIGINT, "
                                            "timestamp BIGINT, headers STRING")
@@ -273,6 +306,7 @@ def _updates(rows: pa.Table, types: tuple[SqlType, ...], diff: int) -> pa.Table:
 
 def append_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target) -> BatchResult:
     """ENVELOPE NONE: every record that decodes is a new row; the others are errors."""
+    spark = batch_session(spark)
     cols = [f"{target.column_sql(i)} AS {physical(i)}" for i in range(len(target.types))]
     out = _decoded(spark, plan, raw).selectExpr(*cols, "__err", "__partition", "__offset").toArrow()
     ok = pc.is_null(out.column("__err"))
@@ -304,6 +338,7 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
     winner always wins. Which winners heal such a key is decided by the caller, from the
     winners without a persisted row that are returned when `keys_in_error` is set.
     """
+    spark = batch_session(spark)
     n = next(_names)
     views = {name: f"__sw_kafka_{name}_{n}" for name in ("batch", "winners", "stored")}
     key = plan.key_columns[0]
@@ -411,7 +446,7 @@ def _stored_rows(spark, store: Store, target: Target, as_of: int, keys, kpos: in
     return mine.select(*[F.col(c).alias(f"__o{i}") for i, c in enumerate(cols)], F.lit(True).alias("__present"))
 
 
-MAX_BATCH = 200_000  # records in one Spark batch when there is a backlog
+MAX_BATCH = 200_000  # records in one Spark batch when there is a backlog (500k measured slower)
 _CONSUME_CHUNK = 20_000
 _NO_HEADERS = "[]"
 
@@ -440,6 +475,8 @@ class Consumer:
         self.errors: list[str] = []
         conf = {**config, "group.id": f"sparkwire-{id(self)}", "enable.auto.commit": False,
                 "auto.offset.reset": "earliest", "enable.partition.eof": False,
+                # Prefetch up to a full batch, so that a backlog is taken MAX_BATCH at a time.
+                "queued.min.messages": MAX_BATCH,
                 "error_cb": lambda err: self.errors.append(str(err))}
         self.consumer = KConsumer(conf)
         self.partitions: set[int] = set()
