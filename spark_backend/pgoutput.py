@@ -347,6 +347,8 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _U64 = struct.Struct(">Q")
+_BEGIN_BODY = struct.Struct(">QqI")  # final LSN, commit time, xid
+_COMMIT_BODY = struct.Struct(">BQQq")  # flags, commit LSN, end LSN, commit time
 
 
 class _Reader:
@@ -619,6 +621,12 @@ def decode(payload: bytes | bytearray | memoryview, *, in_stream: bool = False) 
     buf = bytes(payload)
     if not buf:
         raise PgOutputError("empty pgoutput message")
+    # Every transaction's Begin and Commit: when exactly the right length, nothing can be
+    # truncated or left over, and one unpack reads them.
+    if buf[0] == 0x42 and len(buf) == 1 + _BEGIN_BODY.size:
+        return Begin(*_BEGIN_BODY.unpack_from(buf, 1))
+    if buf[0] == 0x43 and len(buf) == 1 + _COMMIT_BODY.size:
+        return Commit(*_COMMIT_BODY.unpack_from(buf, 1))
     entry = _DECODERS.get(buf[0])
     if entry is None:
         shown = chr(buf[0]) if 0x20 < buf[0] < 0x7F else "?"

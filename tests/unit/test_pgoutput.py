@@ -366,6 +366,15 @@ def test_decode_change_leaves_other_messages_to_decode():
         assert decode_change(payload) is None
 
 
+def test_begin_and_commit_of_the_wrong_length_are_refused():
+    """Begin and Commit of exactly their length take a shortcut; any other length does not."""
+    for payload in (b"B" + u64(1) + i64(2) + u32(3), b"C" + i8(0) + u64(100) + u64(180) + i64(-5)):
+        assert decode(payload) == decode(bytearray(payload))
+        for bad in [payload[:n] for n in range(1, len(payload))] + [payload + b"\0"]:
+            with pytest.raises(PgOutputError):
+                decode(bad)
+
+
 def test_decode_change_raises_what_decode_raises():
     """Every truncation and every single-byte corruption of every row payload: the same
     PgOutputError as decode, or the same result where the bytes still make sense."""
