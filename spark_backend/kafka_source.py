@@ -318,6 +318,10 @@ def append_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target) -> Batc
 
 
 _names = itertools.count()
+# A batch reads only its keys' rows when the table's changelog has more than this many
+# rows per record in the batch (measured: the key filter's broadcast of a 2e5-record
+# batch cost more than netting a 3e5-row changelog whole).
+RESTRICT_RATIO = 4
 
 
 def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: Store, as_of: int,
@@ -379,7 +383,8 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
             seconds["decode_and_winners"] = time.perf_counter() - started
         winners.createOrReplaceTempView(views["winners"])
         kpos = target.stored(key)
-        stored_df = _stored_rows(spark, store, target, as_of, keys.select(F.col(f"`{key}`").alias("__k")), kpos)
+        stored_df = _stored_rows(spark, store, target, as_of, keys.select(F.col(f"`{key}`").alias("__k")), kpos,
+                                 raw.num_rows)
         stored_df.createOrReplaceTempView(views["stored"])
         is_err = "false" if target.inline_errors else "w.__err IS NOT NULL"
         pairs = []
@@ -431,16 +436,20 @@ def _newer(pairs: list[tuple[str, str]]) -> str:
     return f"({a} > {b} OR ({a} = {b} AND {_newer(rest)}))"
 
 
-def _stored_rows(spark, store: Store, target: Target, as_of: int, keys, kpos: int):
+def _stored_rows(spark, store: Store, target: Target, as_of: int, keys, kpos: int, batch_records: int):
     """The table's rows at `as_of` whose key (column `kpos`) is in `keys`, as columns
     __o0, __o1, ... and __present.
 
-    Read through the same changelog as queries, but with the batch's keys applied before
-    retractions are netted out, so the cost follows the rows of those keys."""
+    Read through the same changelog as queries. When the batch is small next to the
+    table, the batch's keys are applied before retractions are netted out, so the cost
+    follows the rows of those keys; a batch about as large as the table reads it all
+    (broadcasting its keys would cost more than the rows it could skip)."""
     snapshot = store.files(target.collection_id, as_of)
     changes = changes_df(spark, store, target.collection_id, list(target.types), as_of, snapshot=snapshot)
     cols = [physical(i) for i in range(len(target.types))]
-    mine = changes.join(F.broadcast(keys), changes[physical(kpos)].eqNullSafe(keys["__k"]), "left_semi")
+    mine = changes
+    if batch_records * RESTRICT_RATIO < sum(f.rows for f in snapshot[0]):
+        mine = changes.join(F.broadcast(keys), changes[physical(kpos)].eqNullSafe(keys["__k"]), "left_semi")
     if has_retractions(store, target.collection_id, as_of, None, snapshot[0]):
         mine = mine.groupBy(*cols).agg(F.sum(DIFF).alias("__n")).where("__n > 0")
     return mine.select(*[F.col(c).alias(f"__o{i}") for i, c in enumerate(cols)], F.lit(True).alias("__present"))
