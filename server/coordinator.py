@@ -42,6 +42,9 @@ _SIMPLE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 # How long history is kept before compaction folds it (Materialize's default
 # logical compaction window for tables is one second).
 HISTORY_RETENTION_MS = 1000
+# Retractions alone make a collection worth folding at most this often (seconds):
+# a table that is updated constantly would otherwise be rewritten on every commit.
+RETRACTION_FOLD_EVERY = 10.0
 # How often the frontier advances with the clock when nothing is written.
 TICK_INTERVAL = 0.5
 
@@ -78,6 +81,7 @@ class Coordinator:
         self._committing: int | None = None  # timestamp of the commit being written, if any
         # Long background work (compactions), newest last, for mz_internal.mz_background_work.
         self.background: collections.deque[BackgroundWork] = collections.deque(maxlen=100)
+        self._last_compacted: dict[str, float] = {}  # collection → monotonic time of its last fold
 
     # -- start-up ----------------------------------------------------------------
     def open(self) -> None:
@@ -242,38 +246,43 @@ class Coordinator:
         if self._compacting or not self.engine.ready:
             return
         frontier = min([self.read_ts() - HISTORY_RETENTION_MS, *self.read_holds.values()])
-        candidates = self.store.compaction_candidates(frontier)
+        now = time.monotonic()
+        candidates = self.store.compaction_candidates(
+            frontier, retraction_ok=lambda cid: now - self._last_compacted.get(cid, 0.0) >= RETRACTION_FOLD_EVERY)
         if candidates:
             self._compacting = True
             asyncio.get_running_loop().create_task(self._compact(candidates, frontier))
 
     async def _compact(self, ids: list[str], frontier: int) -> None:
         work: BackgroundWork | None = None
+        loop = asyncio.get_running_loop()
         try:
             for n, cid in enumerate(ids, 1):
                 item = self.catalog.items.get(cid)
-                files = self.store.old_files(cid, frontier)
+                files = self.store.files_to_compact(cid, frontier)
                 if item is None or len(files) < 2:
                     continue
+                rows = sum(f.rows for f in files)
                 work = BackgroundWork("compaction", item.name, time.time(),
-                                      f"collection {n} of {len(ids)}: folding {len(files)} files, "
-                                      f"{sum(f.rows for f in files)} updates")
+                                      f"collection {n} of {len(ids)}: folding {len(files)} files, {rows} updates")
                 self.background.append(work)
                 log.info("compacting", extra={"event": "compacting", "collection": cid, "relation": item.name,
-                                              "files": len(files), "step": n, "of": len(ids)})
+                                              "files": len(files), "updates": rows, "step": n, "of": len(ids)})
                 since = max(f.max_ts for f in files)
                 table = await self.engine.run(consolidated_arrow, self.store, cid,
                                               item.column_types, files, since)
+                # Written before taking the write lock: commits wait only for the log record.
+                new = await loop.run_in_executor(None, self.store.write_compacted, cid, since, table)
                 async with self.write_lock:
-                    if any(hold < since for hold in self.read_holds.values()):
+                    if any(hold < since for hold in self.read_holds.values()) or cid not in self.catalog.items:
                         # A reader (AS OF) started before `since` meanwhile: keep history.
+                        self.store.abandon_compaction(new)
                         work.finish("skipped", "a read still needs the history")
                         continue
-                    loop = asyncio.get_running_loop()
                     await loop.run_in_executor(self._log_thread, self.store.finish_compaction,
-                                               cid, since, files, table)
-                work.finish("done", f"{len(files)} files, {sum(f.rows for f in files)} updates "
-                                    f"→ {table.num_rows} rows")
+                                               cid, since, files, new)
+                self._last_compacted[cid] = time.monotonic()
+                work.finish("done", f"{len(files)} files, {rows} updates → {table.num_rows} rows")
                 log.info("compacted", extra={"event": "compacted", "collection": cid, "relation": item.name,
                                              "files": len(files), "rows": table.num_rows,
                                              "seconds": round(work.seconds, 3)})

@@ -90,14 +90,20 @@ def rows_df(spark: SparkSession, store: Store, collection_id: str, names: list[s
 
 def consolidated_arrow(spark: SparkSession, store: Store, collection_id: str,
                        types: list[SqlType], files: list, since: int) -> pa.Table:
-    """The rows of `files` netted out, as +1 updates at `since` (for compaction)."""
+    """The updates of `files` netted out, moved to `since` (for compaction).
+
+    Compaction may fold only the newer, smaller files of a collection, so a
+    retraction can outlive the fold when the row it retracts lies in a file left
+    out: it stays, as a -1 update, and cancels that row at read time."""
     ddl = storage_spark_ddl(types)
     cols = [physical(i) for i in range(len(types))]
     df = spark.read.schema(ddl).parquet(*[store.path(f) for f in files])
     if any(f.retractions for f in files):
-        rows = df.where(F.col(DIFF) > 0).select(*cols).exceptAll(
-            df.where(F.col(DIFF) < 0).select(*cols))
+        plus = df.where(F.col(DIFF) > 0).select(*cols)
+        minus = df.where(F.col(DIFF) < 0).select(*cols)
+        rows = plus.exceptAll(minus).withColumn(DIFF, F.lit(1).cast("bigint")).unionByName(
+            minus.exceptAll(plus).withColumn(DIFF, F.lit(-1).cast("bigint")))
     else:
-        rows = df.select(*cols)
-    rows = rows.withColumn(TS, F.lit(since).cast("bigint")).withColumn(DIFF, F.lit(1).cast("bigint"))
+        rows = df.select(*cols).withColumn(DIFF, F.lit(1).cast("bigint"))
+    rows = rows.withColumn(TS, F.lit(since).cast("bigint")).select(*cols, TS, DIFF)
     return rows.toArrow().cast(storage_arrow_schema(types))

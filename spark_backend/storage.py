@@ -12,8 +12,9 @@ Layout under the data directory:
 
 A record holds everything one timestamp changed: catalog operations (opaque
 to this module) and one new file per written collection, so a transaction
-spanning tables commits atomically. All diffs in files are +1 or -1; a
-compacted file holds a collection's consolidated contents as of its `since`.
+spanning tables commits atomically. Diffs in commit files are +1 or -1; a
+compacted file holds the consolidated sum of the files it replaced (any diff,
+never 0), with every update moved forward to the collection's new `since`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -228,27 +230,36 @@ class Store:
         return str(self.root / f.path)
 
     # -- compaction ------------------------------------------------------------
-    def compaction_candidates(self, frontier: int, max_files: int = 8) -> list[str]:
-        """Collections whose files before `frontier` are worth folding together."""
+    def compaction_candidates(self, frontier: int, max_files: int = 8,
+                              retraction_ok: Callable[[str], bool] = lambda cid: True) -> list[str]:
+        """Collections whose files before `frontier` are worth folding together: more than
+        `max_files` in the tier to merge, or retractions there (when `retraction_ok` allows,
+        a rate limit: netting them out is worth it only now and then)."""
         out = []
         with self._lock:
             for coll in self.collections.values():
-                old = [f for f in coll.files if f.max_ts <= frontier]
-                if len(old) > max_files or (len(old) > 1 and any(f.retractions for f in old)):
+                tier = _small_tier([f for f in coll.files if f.max_ts <= frontier])
+                if len(tier) > max_files or (
+                        len(tier) > 1 and any(f.retractions for f in tier) and retraction_ok(coll.id)):
                     out.append(coll.id)
         return out
 
-    def old_files(self, collection_id: str, frontier: int) -> list[DataFile]:
+    def files_to_compact(self, collection_id: str, frontier: int) -> list[DataFile]:
         with self._lock:
             coll = self.collections.get(collection_id)
-            return [f for f in coll.files if f.max_ts <= frontier] if coll else []
+            return _small_tier([f for f in coll.files if f.max_ts <= frontier]) if coll else []
+
+    def write_compacted(self, collection_id: str, since: int, consolidated: pa.Table) -> dict | None:
+        """Write the file a compaction will adopt (outside the write lock: it can be big)."""
+        if not consolidated.num_rows:
+            return None
+        new = asdict(self.write_file(collection_id, since, consolidated))
+        new["min_ts"] = new["max_ts"] = since
+        return new
 
     def finish_compaction(self, collection_id: str, since: int, removed: list[DataFile],
-                          consolidated: pa.Table) -> None:
-        """Swap `removed` for one file holding their consolidated contents."""
-        new = asdict(self.write_file(collection_id, since, consolidated)) if consolidated.num_rows else None
-        if new is not None:
-            new["min_ts"] = new["max_ts"] = since
+                          new: dict | None) -> None:
+        """Swap `removed` for `new` (from write_compacted), their consolidated contents."""
         record = {"ts": self.last_ts, "compact": {
             "collection": collection_id, "since": since,
             "removed": [f.path for f in removed], "file": new}}
@@ -256,6 +267,10 @@ class Store:
         with self._lock:
             if collection_id in self.collections:
                 self._apply(record)
+
+    def abandon_compaction(self, new: dict | None) -> None:
+        if new is not None:
+            self._garbage.append((0.0, self.root / new["path"]))
 
     def collect_garbage(self) -> None:
         """Delete files no read can still be using."""
@@ -267,6 +282,24 @@ class Store:
             else:
                 keep.append((due, path))
         self._garbage = keep
+
+
+# A file joins the tier being merged while it is at most this many rows, or at most
+# twice the rows gathered so far: small files fold together often, and a big
+# compacted file is rewritten only when what lies on top of it has grown to a good
+# share of it (size-tiered), so compaction costs O(change), not O(table), per run.
+TIER_FLOOR_ROWS = 10_000
+
+
+def _small_tier(old: list[DataFile]) -> list[DataFile]:
+    chosen: list[DataFile] = []
+    total = 0
+    for f in sorted(old, key=lambda f: f.rows):
+        if chosen and f.rows > max(TIER_FLOOR_ROWS, 2 * total):
+            break
+        chosen.append(f)
+        total += f.rows
+    return chosen
 
 
 def _fsync_file(path: Path) -> None:

@@ -270,6 +270,40 @@ def test_compaction_keeps_results_and_shrinks_files(node):
         _check_events(c)
 
 
+def _check_tiers(c) -> None:
+    assert c.execute("SELECT count(*), count(*) FILTER (WHERE v = 'new') FROM tiers").fetchone() == (29990, 12)
+    assert c.execute("SELECT id, v FROM tiers WHERE id <= 13 OR id BETWEEN 99 AND 110 ORDER BY id").fetchall() == \
+        [(i, "new") for i in range(1, 13)] + [(13, "base"), (99, "base"), (110, "base")]
+
+
+def test_compaction_leaves_a_big_file_and_keeps_its_retractions(node):
+    """Size-tiered compaction folds the small files on top of a big one without rewriting
+    it; retractions of the big file's rows survive the fold and still cancel them."""
+    with node.connect() as c:
+        c.execute("CREATE TABLE tiers (id int, v text)")
+        c.execute("INSERT INTO tiers SELECT n, 'base' FROM generate_series(1, 30000) AS n")
+        for i in range(1, 13):
+            c.execute("UPDATE tiers SET v = 'new' WHERE id = %s", [i])
+        c.execute("DELETE FROM tiers WHERE id BETWEEN 100 AND 109")
+        last_write = c.execute("SELECT now()").fetchone()[0]
+        _check_tiers(c)
+        deadline = time.monotonic() + 90
+        while True:
+            done = c.execute("SELECT detail FROM mz_internal.mz_background_work WHERE target = 'tiers' "
+                             "AND status = 'done' AND started_at > %s", [last_write]).fetchall()
+            if done:
+                break
+            assert time.monotonic() < deadline, "no compaction of the small files"
+            time.sleep(1.0)
+            c.execute("INSERT INTO ticks VALUES (0)")  # a commit is what looks for work
+        folded = [int(d.split(" files, ")[1].split()[0]) for (d,) in done]
+        assert all(n < 30000 for n in folded), done  # the 30 000-row file was left alone
+        _check_tiers(c)
+    node.restart_after_kill9()
+    with node.connect() as c:
+        _check_tiers(c)
+
+
 # -- health ---------------------------------------------------------------------------
 
 def _health(port: int) -> tuple[int, str] | None:
