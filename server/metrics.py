@@ -29,6 +29,11 @@ def _render_labels(labels: Labels, extra: str = "") -> str:
     return "{" + ",".join(parts) + "}" if parts else ""
 
 
+def _number(value: float) -> str:
+    """Exact: counters pass 1e6 quickly, and 6 significant digits would hide their growth."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
@@ -58,7 +63,7 @@ class Counter(Metric):
         return self.values.get(_labels(labels), 0.0)
 
     def render(self) -> list[str]:
-        return [f"{self.name}{_render_labels(k)} {v:g}" for k, v in sorted(self.values.items())]
+        return [f"{self.name}{_render_labels(k)} {_number(v)}" for k, v in sorted(self.values.items())]
 
 
 class Gauge(Counter):
@@ -95,7 +100,7 @@ class Histogram(Metric):
                 le = "+Inf" if bound == float("inf") else f"{bound:g}"
                 extra = 'le="' + le + '"'
                 out.append(f"{self.name}_bucket{_render_labels(key, extra)} {running}")
-            out.append(f"{self.name}_sum{_render_labels(key)} {self.sums[key]:g}")
+            out.append(f"{self.name}_sum{_render_labels(key)} {_number(self.sums[key])}")
             out.append(f"{self.name}_count{_render_labels(key)} {running}")
         return out
 
