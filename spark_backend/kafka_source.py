@@ -1,9 +1,10 @@
 """Kafka records → decoded rows → a table's updates, as Spark work on each micro-batch.
 
 The consumer (confluent-kafka) runs on a thread of the server; each batch of raw
-records goes to Spark as one Arrow table. Spark decodes it (a Python function
-over Arrow batches, run by Spark's Python workers). For ENVELOPE NONE every
-decoded record is a new row. For ENVELOPE UPSERT the same Spark work picks each
+records goes to Spark as one Arrow table. Spark decodes it: TEXT and BYTES with
+its own expressions, JSON and CSV with an Arrow UDF (Python, in Spark's workers)
+over just the key or value column. For ENVELOPE NONE every decoded record is a
+new row. For ENVELOPE UPSERT the same Spark work picks each
 key's winner within the batch by the ORDER BY, reads the table's persisted rows
 for the batch's keys (from storage at the latest commit, through the changelog
 reader that queries use) and joins the two to decide which winners replace what
@@ -63,33 +64,47 @@ class DecodePlan:
                  "__ts BIGINT", "__headers STRING"]
         return ", ".join(cols)
 
-    @property
-    def native(self) -> bool:
-        """TEXT and BYTES decode in Spark's own expressions; JSON and CSV need Python workers."""
-        formats = [self.value_format, *([self.key_format] if self.key_columns else [])]
-        return all(f[0] in ("text", "bytes") for f in formats)
+    def python_sides(self) -> list[str]:
+        """The raw columns ("key", "value") whose format needs Python (JSON, CSV): those are
+        decoded by an Arrow UDF in Spark's Python workers, the others by Spark expressions."""
+        sides = [("key", self.key_format)] if self.key_columns else []
+        return [side for side, fmt in [*sides, ("value", self.value_format)] if fmt[0] not in ("text", "bytes")]
 
-    def native_sql(self) -> list[str]:
-        """`plan.spark_ddl()`'s columns as Spark SQL over a raw batch (for a `native` plan)."""
-        def problem(col: str, fmt: tuple[str, int], missing: str | None) -> str:
-            cases = [f"WHEN {col} IS NULL THEN {missing or 'NULL'}"]
-            if fmt[0] == "text":
-                cases.append(f"WHEN NOT is_valid_utf8({col}) THEN '{col}: {INVALID_UTF8}'")
-            return f"CASE {' '.join(cases)} END"
+    def decode_sql(self) -> list[str]:
+        """`spark_ddl()`'s columns as Spark SQL over a raw batch, where a Python side's
+        decoded columns and error are the fields c0, c1, ..., err of a struct `__<side>`."""
+        python = self.python_sides()
 
-        def value(col: str, fmt: tuple[str, int]) -> str:
-            return col if fmt[0] == "bytes" else f"CASE WHEN is_valid_utf8({col}) THEN CAST({col} AS STRING) END"
+        def values(side: str, fmt: tuple[str, int], names: tuple[str, ...]) -> list[str]:
+            if side in python:
+                return [f"__{side}.c{i} AS `{name}`" for i, name in enumerate(names)]
+            if fmt[0] == "bytes":
+                return [f"{side} AS `{names[0]}`"]
+            return [f"CASE WHEN is_valid_utf8({side}) THEN CAST({side} AS STRING) END AS `{names[0]}`"]
 
-        cols = [f"{value('key', self.key_format)} AS `{c}`" for c in self.key_columns]
-        cols += [f"{value('value', self.value_format)} AS `{c}`" for c in self.value_columns]
+        def problem(side: str, fmt: tuple[str, int], missing: str | None) -> str:
+            # A NULL key or value (none, or a tombstone) decodes to NULL without an error.
+            cases = [f"WHEN {side} IS NULL THEN {missing}"] if missing else []
+            if side in python:
+                cases.append(f"WHEN __{side}.err IS NOT NULL THEN concat('{side}: ', __{side}.err)")
+            elif fmt[0] == "text":
+                cases.append(f"WHEN NOT is_valid_utf8({side}) THEN '{side}: {INVALID_UTF8}'")
+            return f"CASE {' '.join(cases)} END" if cases else "NULL"
+
+        cols = values("key", self.key_format, self.key_columns) if self.key_columns else []
+        cols += values("value", self.value_format, self.value_columns)
         problems = [problem("value", self.value_format, None)]
         if self.key_columns:
-            missing = "'record has no key'" if self.key_required else None
-            problems.insert(0, problem("key", self.key_format, missing))
+            problems.insert(0, problem("key", self.key_format, "'record has no key'" if self.key_required
+                                       else None))
         cols += ["value IS NULL AS __tomb", f"nullif(concat_ws('; ', {', '.join(problems)}), '') AS __err",
                  "key AS __key_raw", "partition AS __partition", "offset AS __offset", "timestamp AS __ts",
                  "headers AS __headers"]
         return cols
+
+    def udf_type(self, side: str) -> str:
+        width = len(self.key_columns if side == "key" else self.value_columns)
+        return "struct<" + ", ".join([f"c{i}: STRING" for i in range(width)] + ["err: STRING"]) + ">"
 
 
 INVALID_UTF8 = 'invalid byte sequence for encoding "UTF8"'
@@ -174,46 +189,25 @@ def key_label(key: object, raw_key: bytes | None) -> str:
     return f"raw key {raw_key.hex()}" if raw_key is not None else "no key"
 
 
-def decode_batch(plan: DecodePlan, batch: pa.RecordBatch) -> pa.RecordBatch:
-    """One Arrow batch of raw records decoded into the columns of `plan.spark_ddl()`."""
-    n = batch.num_rows
-    raw_key, raw_value = batch.column("key"), batch.column("value")
-    arrays: list[pa.Array] = []
-    key_errors = None
-    if plan.key_columns:
-        key_arrays, key_errors = _decode_column(plan.key_format, raw_key, len(plan.key_columns))
-        arrays += key_arrays
-    value_arrays, value_errors = _decode_column(plan.value_format, raw_value, len(plan.value_columns))
-    arrays += value_arrays
-    no_key = raw_key.is_null().to_pylist() if plan.key_columns and plan.key_required and raw_key.null_count \
-        else None
-    if key_errors is None and value_errors is None and no_key is None:
-        errors = pa.nulls(n, pa.string())
-    else:
-        out = []
-        for i in range(n):
-            problems = []
-            if no_key is not None and no_key[i]:
-                problems.append("record has no key")
-            elif key_errors is not None and key_errors[i] is not None:
-                problems.append(f"key: {key_errors[i]}")
-            if value_errors is not None and value_errors[i] is not None:
-                problems.append(f"value: {value_errors[i]}")
-            out.append("; ".join(problems) if problems else None)
-        errors = pa.array(out, pa.string())
-    arrays += [raw_value.is_null(), errors, raw_key, batch.column("partition"), batch.column("offset"),
-               batch.column("timestamp"), batch.column("headers")]
-    return pa.RecordBatch.from_arrays(arrays, names=plan.column_names())
+def decode_side(fmt: tuple[str, int], width: int, raw: pa.Array) -> pa.StructArray:
+    """Raw keys or values in a format decoded into a struct of `width` columns (c0, c1,
+    ...) and `err`: what the Arrow UDF returns to Spark for each batch of records."""
+    arrays, errors = _decode_column(fmt, raw, width)
+    err = pa.nulls(len(raw), pa.string()) if errors is None else pa.array(errors, pa.string())
+    return pa.StructArray.from_arrays([*arrays, err], names=[*(f"c{i}" for i in range(width)), "err"])
 
 
-def make_decoder(plan: DecodePlan) -> Callable:
-    """A function for DataFrame.mapInArrow: raw record batches → decoded batches."""
+def _decoder_udf(plan: DecodePlan, side: str):
+    """An Arrow UDF decoding one raw column: only that column travels to Python and back."""
+    from pyspark.sql.functions import arrow_udf
 
-    def decode(batches):
-        for batch in batches:
-            yield decode_batch(plan, batch)
+    fmt = plan.key_format if side == "key" else plan.value_format
+    width = len(plan.key_columns if side == "key" else plan.value_columns)
 
-    return decode
+    def decode(raw: pa.Array) -> pa.Array:
+        return decode_side(fmt, width, raw)
+
+    return arrow_udf(decode, plan.udf_type(side))
 
 
 # -- the table a batch goes to ----------------------------------------------------------
@@ -291,9 +285,10 @@ def batch_session(spark):
 def _decoded(spark, plan: DecodePlan, raw: pa.Table):
     df = spark.createDataFrame(raw, schema="key BINARY, value BINARY, partition INT, offset BIGINT, "
                                            "timestamp BIGINT, headers STRING")
-    if plan.native:
-        return df.selectExpr(*plan.native_sql())
-    return df.mapInArrow(make_decoder(plan), plan.spark_ddl())
+    sides = plan.python_sides()
+    if sides:
+        df = df.select("*", *[_decoder_udf(plan, side)(F.col(side)).alias(f"__{side}") for side in sides])
+    return df.selectExpr(*plan.decode_sql())
 
 
 def _updates(rows: pa.Table, types: tuple[SqlType, ...], diff: int) -> pa.Table:
@@ -354,7 +349,6 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
     if "__offset DESC" not in order:
         order += ", __offset DESC"
     part = f"`{key}`, __kid"
-    cached = None
     started = time.perf_counter()
     seconds = {}
     try:
@@ -373,14 +367,9 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
                 FROM kept)
             SELECT * EXCEPT (__rn, __eoff), __eoff IS NOT NULL AND __err IS NULL AS __after_error
             FROM ranked WHERE __rn = 1""")
+        # The batch's keys are read only when the table is much larger than the batch
+        # (_stored_rows): then decoding a small batch's keys a second time costs little.
         keys = decoded
-        if not plan.native:
-            # The batch's keys (the rows to read) and its winners (to compare) both come from
-            # the decoded records: decoding in Python workers is worth doing once. Spark's own
-            # decoding of TEXT and BYTES costs less than caching.
-            cached = keys = winners = winners.cache()
-            cached.count()
-            seconds["decode_and_winners"] = time.perf_counter() - started
         winners.createOrReplaceTempView(views["winners"])
         kpos = target.stored(key)
         stored_df = _stored_rows(spark, store, target, as_of, keys.select(F.col(f"`{key}`").alias("__k")), kpos,
@@ -417,8 +406,6 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
     finally:
         for view in views.values():
             spark.catalog.dropTempView(view)
-        if cached is not None:
-            cached.unpersist()
     plus = result.filter(result.column("__insert")).select([f"__n{i}" for i in range(width)])
     minus = result.filter(result.column("__retract")).select([f"__o{i}" for i in range(width)])
     events = result.filter(result.column("__event")).select(

@@ -11,15 +11,7 @@ import pytest
 from planner import kafka_syntax as ks
 from server.catalog import Item
 from server.kafka import batch_target, error_changes, table_layout
-from spark_backend.kafka_source import RAW_SCHEMA, DecodePlan, decode_batch, key_label
-
-
-def raw(*records: tuple) -> pa.RecordBatch:
-    """Records as (key, value[, timestamp]); partition 0, offsets 0, 1, ..."""
-    rows = [(r[0], r[1], 0, i, r[2] if len(r) > 2 else 1000 + i, "[]") for i, r in enumerate(records)]
-    cols = list(zip(*rows)) if rows else [[] for _ in RAW_SCHEMA]
-    return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, RAW_SCHEMA)],
-                                      schema=RAW_SCHEMA)
+from spark_backend.kafka_source import DecodePlan, decode_side, key_label
 
 
 def plan_of(clauses: str) -> DecodePlan:
@@ -28,69 +20,65 @@ def plan_of(clauses: str) -> DecodePlan:
     return table_layout(spec)[1]
 
 
-def decoded(clauses: str, *records: tuple) -> list[dict]:
-    plan = plan_of(clauses)
-    out = decode_batch(plan, raw(*records))
-    assert out.schema.names == plan.column_names()
-    return out.to_pylist()
+def decoded(fmt: tuple[str, int], width: int, *values: bytes | None) -> list[dict]:
+    return decode_side(fmt, width, pa.array(values, pa.binary())).to_pylist()
 
 
-def test_text_upsert_with_labels_tombstones_and_missing_keys():
-    rows = decoded("KEY FORMAT TEXT VALUE FORMAT TEXT ENVELOPE UPSERT",
-                   (b"a", b"1"), (b"b", None), (None, b"x"))
-    assert [(r["key"], r["text"], r["__tomb"], r["__err"]) for r in rows] == [
-        ("a", "1", False, None),
-        ("b", None, True, None),
-        (None, "x", False, "record has no key"),
-    ]
-    assert [(r["__partition"], r["__offset"], r["__ts"]) for r in rows] == [(0, 0, 1000), (0, 1, 1001),
-                                                                          (0, 2, 1002)]
-
-
-def test_a_bad_record_does_not_spoil_the_batch():
-    # One record that is not UTF-8 sends the whole batch down the record-by-record path.
-    rows = decoded("KEY FORMAT TEXT VALUE FORMAT TEXT ENVELOPE UPSERT",
-                   (b"ok", b"fine"), (b"\xff1", b"v"), (b"k", b"\xfe"))
-    assert [(r["key"], r["text"]) for r in rows] == [("ok", "fine"), (None, "v"), ("k", None)]
-    assert rows[0]["__err"] is None
-    # The same words as Spark's own decoding of TEXT (DecodePlan.native_sql) uses.
-    assert rows[1]["__err"] == 'key: invalid byte sequence for encoding "UTF8"'
-    assert rows[2]["__err"] == 'value: invalid byte sequence for encoding "UTF8"'
-    assert rows[1]["__key_raw"] == b"\xff1"
+def test_text_tombstones_and_bad_utf8():
+    # One record that is not UTF-8 sends the batch down the record-by-record path.
+    assert decoded(("text", 0), 1, b"a", None, b"\xff1", b"ok") == [
+        {"c0": "a", "err": None}, {"c0": None, "err": None},
+        {"c0": None, "err": 'invalid byte sequence for encoding "UTF8"'}, {"c0": "ok", "err": None}]
 
 
 def test_json_is_normalized_and_bad_json_is_an_error():
-    rows = decoded("KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT",
-                   (b"a", b'{"bb": 1, "a": [true, null]}'), (b"b", b"{nope"))
-    assert rows[0]["data"] == '{"a": [true, null], "bb": 1}' and rows[0]["__err"] is None
-    assert rows[1]["data"] is None and rows[1]["__err"].startswith("value: invalid JSON")
+    rows = decoded(("json", 0), 1, b'{"bb": 1, "a": [true, null]}', b"{nope", None, b"\xfe")
+    assert rows[0] == {"c0": '{"a": [true, null], "bb": 1}', "err": None}
+    assert rows[1]["c0"] is None and rows[1]["err"].startswith("invalid JSON")
+    assert rows[2] == {"c0": None, "err": None}  # a tombstone is no error
+    assert rows[3] == {"c0": None, "err": 'invalid byte sequence for encoding "UTF8"'}
 
 
-def test_bytes_csv_and_envelope_none():
-    rows = decoded("KEY FORMAT BYTES VALUE FORMAT CSV WITH 2 COLUMNS INCLUDE KEY",
-                   (b"\x00\xff", b"x,y"), (None, b"1,2"), (b"k", b"only one"))
-    assert [(r["key"], r["column1"], r["column2"]) for r in rows] == [
-        (b"\x00\xff", "x", "y"), (None, "1", "2"), (b"k", None, None)]
-    # ENVELOPE NONE: a missing key is no error, and records carry no key label.
-    assert [r["__err"] for r in rows][:2] == [None, None]
-    assert rows[2]["__err"] == "value: expected 2 CSV columns, got 1"
+def test_csv_columns():
+    assert decoded(("csv", 2), 2, b"x,y", b'"a,b",c', b"only one", b"1,2\n3,4") == [
+        {"c0": "x", "c1": "y", "err": None},
+        {"c0": "a,b", "c1": "c", "err": None},
+        {"c0": None, "c1": None, "err": "expected 2 CSV columns, got 1"},
+        {"c0": None, "c1": None, "err": "expected 2 CSV columns, got 2 lines"},
+    ]
 
 
-def test_which_plans_decode_in_spark_expressions():
-    assert plan_of("KEY FORMAT TEXT VALUE FORMAT BYTES ENVELOPE UPSERT").native
-    assert plan_of("FORMAT TEXT").native
-    assert not plan_of("KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT").native
-    assert not plan_of("KEY FORMAT JSON VALUE FORMAT TEXT ENVELOPE UPSERT").native
-    assert not plan_of("VALUE FORMAT CSV WITH 2 COLUMNS").native
+def test_empty_batch_and_bytes():
+    assert decoded(("json", 0), 1) == []
+    assert decoded(("bytes", 0), 1, b"\x00\xff", None) == [{"c0": b"\x00\xff", "err": None},
+                                                          {"c0": None, "err": None}]
+
+
+def test_which_sides_decode_in_python():
+    assert plan_of("KEY FORMAT TEXT VALUE FORMAT BYTES ENVELOPE UPSERT").python_sides() == []
+    assert plan_of("KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT").python_sides() == ["value"]
+    assert plan_of("KEY FORMAT JSON VALUE FORMAT TEXT ENVELOPE UPSERT").python_sides() == ["key"]
+    assert plan_of("VALUE FORMAT CSV WITH 2 COLUMNS").python_sides() == ["value"]
     # The key format does not matter when the key is not a column.
-    assert plan_of("KEY FORMAT JSON VALUE FORMAT TEXT").native
-    assert plan_of("FORMAT TEXT").native_sql()[2] == (
-        "nullif(concat_ws('; ', CASE WHEN value IS NULL THEN NULL WHEN NOT is_valid_utf8(value) "
-        "THEN 'value: invalid byte sequence for encoding \"UTF8\"' END), '') AS __err")
+    assert plan_of("KEY FORMAT JSON VALUE FORMAT TEXT").python_sides() == []
+    assert plan_of("VALUE FORMAT CSV WITH 2 COLUMNS").udf_type("value") == "struct<c0: STRING, c1: STRING, err: STRING>"
 
 
-def test_empty_batch():
-    assert decoded("KEY FORMAT TEXT VALUE FORMAT TEXT ENVELOPE UPSERT") == []
+def test_decode_sql():
+    sql = plan_of("KEY FORMAT TEXT VALUE FORMAT JSON ENVELOPE UPSERT").decode_sql()
+    assert sql[:2] == ["CASE WHEN is_valid_utf8(key) THEN CAST(key AS STRING) END AS `key`", "__value.c0 AS `data`"]
+    assert sql[3] == (
+        "nullif(concat_ws('; ', "
+        "CASE WHEN key IS NULL THEN 'record has no key' "
+        "WHEN NOT is_valid_utf8(key) THEN 'key: invalid byte sequence for encoding \"UTF8\"' END, "
+        "CASE WHEN __value.err IS NOT NULL THEN concat('value: ', __value.err) END"
+        "), '') AS __err")
+    # ENVELOPE NONE: a record without a key has a NULL key, not an error; BYTES cannot be wrong.
+    sql = plan_of("KEY FORMAT BYTES VALUE FORMAT BYTES INCLUDE KEY").decode_sql()
+    assert sql[0] == "key AS `key`"
+    assert sql[3] == "nullif(concat_ws('; ', NULL, NULL), '') AS __err"
+    assert sql[4:] == ["key AS __key_raw", "partition AS __partition", "offset AS __offset", "timestamp AS __ts",
+                       "headers AS __headers"]
 
 
 @pytest.mark.parametrize(("key", "raw_key", "label"), [
