@@ -27,9 +27,10 @@ from planner.translate import Resolver, SessionContext, TableSource, ViewSource,
 from planner.types import SqlType
 from server import system_catalog
 from server.catalog import Catalog, Item
+from spark_backend.consolidate import consolidate
 from spark_backend.engine import SparkEngine
 from spark_backend.reads import consolidated_arrow, rows_df
-from spark_backend.schema import sql_type_of_spark
+from spark_backend.schema import sql_type_of_spark, storage_arrow_schema
 from spark_backend.storage import Store
 
 log = logging.getLogger("sparkwire.coordinator")
@@ -45,6 +46,9 @@ HISTORY_RETENTION_MS = 1000
 # Retractions alone make a collection worth folding at most this often (seconds):
 # a table that is updated constantly would otherwise be rewritten on every commit.
 RETRACTION_FOLD_EVERY = 10.0
+# Folds of up to this many updates run in pyarrow: a Spark job with a shuffle costs
+# seconds of both cores, which a busy source's frequent small folds cannot afford.
+LOCAL_FOLD_ROWS = 1_000_000
 # How often the frontier advances with the clock when nothing is written.
 TICK_INTERVAL = 0.5
 
@@ -269,8 +273,12 @@ class Coordinator:
                 log.info("compacting", extra={"event": "compacting", "collection": cid, "relation": item.name,
                                               "files": len(files), "updates": rows, "step": n, "of": len(ids)})
                 since = max(f.max_ts for f in files)
-                table = await self.engine.run(consolidated_arrow, self.store, cid,
-                                              item.column_types, files, since)
+                table = None
+                if rows <= LOCAL_FOLD_ROWS:
+                    table = await loop.run_in_executor(None, self._fold_locally, files, item, since)
+                if table is None:
+                    table = await self.engine.run(consolidated_arrow, self.store, cid,
+                                                  item.column_types, files, since)
                 # Written before taking the write lock: commits wait only for the log record.
                 new = await loop.run_in_executor(None, self.store.write_compacted, cid, since, table)
                 async with self.write_lock:
@@ -293,6 +301,10 @@ class Coordinator:
             log.exception("compaction failed")
         finally:
             self._compacting = False
+
+    def _fold_locally(self, files: list, item: Item, since: int) -> pa.Table | None:
+        schema = storage_arrow_schema(item.column_types)
+        return consolidate(self.store.read_local(files, schema), since)
 
     def background_rows(self) -> list[tuple]:
         """Spark start-up and recent compactions, for mz_internal.mz_background_work."""

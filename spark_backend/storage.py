@@ -268,6 +268,10 @@ class Store:
             if collection_id in self.collections:
                 self._apply(record)
 
+    def read_local(self, files: list[DataFile], schema: pa.Schema) -> pa.Table:
+        """Files read with pyarrow alone (small compactions skip Spark)."""
+        return pa.concat_tables([pq.read_table(self.root / f.path).cast(schema) for f in files])
+
     def abandon_compaction(self, new: dict | None) -> None:
         if new is not None:
             self._garbage.append((0.0, self.root / new["path"]))
