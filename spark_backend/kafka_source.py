@@ -344,13 +344,13 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
     # A key that cannot be decoded (NULL) is told apart by its raw bytes, so that each
     # such record keeps its own error; with INLINE errors it is one NULL key like any other.
     kid = "CAST(NULL AS BINARY)" if target.inline_errors else f"CASE WHEN `{key}` IS NULL THEN __key_raw END"
+    started = time.perf_counter()
     decoded = _decoded(spark, plan, raw).selectExpr("*", f"{kid} AS __kid")
+    seconds = {"to_spark": time.perf_counter() - started}
     order = ", ".join({"timestamp": "__ts DESC", "offset": "__offset DESC"}[k] for k in target.order)
     if "__offset DESC" not in order:
         order += ", __offset DESC"
     part = f"`{key}`, __kid"
-    started = time.perf_counter()
-    seconds = {}
     try:
         decoded.createOrReplaceTempView(views["batch"])
         # Both windows share one partitioning by key: Spark shuffles the batch once.
@@ -402,7 +402,7 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
                            {is_err} OR p.__present IS NULL OR w.__after_error OR {_newer(pairs)} AS __wins
                     FROM {views['winners']} w LEFT JOIN {views['stored']} p ON w.`{key}` <=> p.__o{kpos})
             ) WHERE __retract OR __insert OR __event""").toArrow()
-        seconds["total"] = time.perf_counter() - started
+        seconds["jobs"] = time.perf_counter() - started - seconds["to_spark"]
     finally:
         for view in views.values():
             spark.catalog.dropTempView(view)
@@ -411,6 +411,7 @@ def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: 
     events = result.filter(result.column("__event")).select(
         ["__is_err", "__key", "__key_raw", "__err", "__partition", "__offset"]).to_pylist()
     updates = pa.concat_tables([_updates(plus, target.types, +1), _updates(minus, target.types, -1)])
+    seconds["from_spark"] = time.perf_counter() - started - seconds["to_spark"] - seconds["jobs"]
     return BatchResult(updates, {}, inserted=plus.num_rows, retracted=minus.num_rows, seconds=seconds,
                        events=events)
 
