@@ -11,7 +11,9 @@ OFFSET ENVELOPE UPSERT) on its own source, created after the messages were produ
 timed from CREATE TABLE until its source's progress reaches the end of the topic, one
 table at a time. JSON values are decoded by Python in Spark's workers (PostgreSQL's jsonb
 text form); TEXT by Spark's own expressions. The raw rate is one plain confluent-kafka
-consumer reading the whole topic, before and after sparkwire's ingestion.
+consumer reading the whole topic, before and after sparkwire's ingestion. The floor
+(--no-floor to skip) is the least Spark work per batch, timed in this process after
+the server has finished: see spark_floor.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--lag", type=int, default=100)
     parser.add_argument("--formats", default="json,text")
+    parser.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the least Spark work per record (see spark_floor)")
     args = parser.parse_args()
     formats = [f.strip().lower() for f in args.formats.split(",") if f.strip()]
     broker, port, data = start_broker()
@@ -101,12 +105,16 @@ def main() -> None:
         raw_after = raw_consume_rate(bootstrap, "bench", args.messages)
         raw_rate = max(raw_before, raw_after)
         lags = lag(sw.dsn, producer, args.lag)
+        floor = spark_floor(bootstrap, "bench", args.messages) if args.floor else None
         print(f"{'measure':<44} {'sparkwire':>14} {'raw consume':>14}")
         for fmt in formats:
             print(f"{f'upsert ingestion ({fmt.upper()} values), messages/s':<44} {rates[fmt]:>14,.0f} "
                   f"{raw_rate:>14,.0f}")
             print(f"{'  ratio sparkwire/raw (goal >= 0.50)':<44} {rates[fmt] / raw_rate:>14.3f}")
             print(f"{'  distinct keys in the table':<44} {keys[fmt]:>14,}")
+        if floor is not None:
+            print(f"{'floor: Spark in, one shuffle, out; messages/s':<44} {floor:>14,.0f} {raw_rate:>14,.0f}")
+            print(f"{'  ratio floor/raw':<44} {floor / raw_rate:>14.3f}")
         print(f"{'raw consume before / after, messages/s':<44} {'':>14} "
               f"{f'{raw_before:,.0f} / {raw_after:,.0f}':>14}")
         print(f"{'produce → SUBSCRIBE client p50 ms':<44} {percentile(lags, 50):>14.0f}")
@@ -142,6 +150,51 @@ def raw_consume_rate(bootstrap: str, topic: str, total: int) -> float:
     rate = total / (time.perf_counter() - start)
     consumer.close()
     return rate
+
+
+def spark_floor(bootstrap: str, topic: str, total: int, batch: int = 200_000) -> float:
+    """Messages/s of the least Spark work an upsert batch can do, in a SparkSession of this
+    process with the server's settings: the raw records (read beforehand, untimed) go to
+    Spark from Arrow in batches of sparkwire's size, each key's last record is picked
+    with one shuffle, and the winners come back as Arrow. No decoding, no persisted rows,
+    no commit: what sparkwire's ingestion could at best approach on this machine."""
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+    from spark_backend.engine import _SPARK_CONF
+    from spark_backend.kafka_source import batch_session
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "floor", "enable.auto.commit": False})
+    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+    tables, got = [], 0
+    while got < total:
+        msgs = [m for m in consumer.consume(num_messages=min(batch, total - got), timeout=1.0) if m.error() is None]
+        got += len(msgs)
+        if msgs:
+            tables.append(pa.table({"key": pa.array([m.key() for m in msgs], pa.binary()),
+                                    "value": pa.array([m.value() for m in msgs], pa.binary()),
+                                    "offset": pa.array([m.offset() for m in msgs], pa.int64())}))
+    consumer.close()
+    raw = pa.concat_tables(tables)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master("local[*]").appName("bench-floor")
+    for key, value in _SPARK_CONF.items():
+        builder = builder.config(key, value)
+    spark = batch_session(builder.getOrCreate())
+    query = ("SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY key ORDER BY offset DESC) AS rn "
+             "FROM floor_batch) WHERE rn = 1")
+    try:
+        for warm in range(2):  # JIT and first-job costs are not the floor
+            spark.createDataFrame(raw.slice(0, batch)).createOrReplaceTempView("floor_batch")
+            spark.sql(query).toArrow()
+        start = time.perf_counter()
+        for offset in range(0, raw.num_rows, batch):
+            spark.createDataFrame(raw.slice(offset, batch)).createOrReplaceTempView("floor_batch")
+            spark.sql(query).toArrow()
+        return raw.num_rows / (time.perf_counter() - start)
+    finally:
+        spark.stop()
 
 
 def lag(dsn: str, producer: Producer, n: int) -> list[float]:
