@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from planner.types import SqlType
@@ -250,11 +251,11 @@ class BatchResult:
     events: list[dict] = field(default_factory=list)
 
 
-_sessions: dict[int, object] = {}
+_sessions: dict[int, SparkSession] = {}
 _sessions_lock = threading.Lock()
 
 
-def batch_session(spark):
+def batch_session(spark: SparkSession) -> SparkSession:
     """The SparkSession for Kafka batches: the server's, with one optimizer rule off.
 
     Spark turns a batch handed over from Arrow into a local relation, and its optimizer
@@ -276,13 +277,15 @@ def batch_session(spark):
                 for key, value in spark.conf.getAll.items():
                     if key.startswith("spark.sql.") and session.conf.isModifiable(key):
                         session.conf.set(key, value)
-                session.conf.set("spark.sql.optimizer.excludedRules",
-                                 "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation")
+                excluded = [r for r in (session.conf.get("spark.sql.optimizer.excludedRules", "") or "").split(",")
+                            if r.strip()]
+                session.conf.set("spark.sql.optimizer.excludedRules", ",".join(
+                    [*excluded, "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"]))
             _sessions[id(spark)] = session
         return session
 
 
-def _decoded(spark, plan: DecodePlan, raw: pa.Table):
+def _decoded(spark: SparkSession, plan: DecodePlan, raw: pa.Table) -> DataFrame:
     df = spark.createDataFrame(raw, schema="key BINARY, value BINARY, partition INT, offset BIGINT, "
                                            "timestamp BIGINT, headers STRING")
     sides = plan.python_sides()
@@ -299,7 +302,7 @@ def _updates(rows: pa.Table, types: tuple[SqlType, ...], diff: int) -> pa.Table:
         storage_arrow_schema(list(types)))
 
 
-def append_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target) -> BatchResult:
+def append_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: Target) -> BatchResult:
     """ENVELOPE NONE: every record that decodes is a new row; the others are errors."""
     spark = batch_session(spark)
     cols = [f"{target.column_sql(i)} AS {physical(i)}" for i in range(len(target.types))]
@@ -319,7 +322,7 @@ _names = itertools.count()
 RESTRICT_RATIO = 4
 
 
-def upsert_batch(spark, plan: DecodePlan, raw: pa.Table, target: Target, store: Store, as_of: int,
+def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: Target, store: Store, as_of: int,
                  keys_in_error: bool) -> BatchResult:
     """ENVELOPE UPSERT: each key's winner in the batch, against the table's persisted row.
 
@@ -424,7 +427,8 @@ def _newer(pairs: list[tuple[str, str]]) -> str:
     return f"({a} > {b} OR ({a} = {b} AND {_newer(rest)}))"
 
 
-def _stored_rows(spark, store: Store, target: Target, as_of: int, keys, kpos: int, batch_records: int):
+def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, keys: DataFrame, kpos: int,
+                 batch_records: int) -> DataFrame:
     """The table's rows at `as_of` whose key (column `kpos`) is in `keys`, as columns
     __o0, __o1, ... and __present.
 
@@ -448,7 +452,7 @@ _CONSUME_CHUNK = 20_000
 _NO_HEADERS = "[]"
 
 
-def headers_json(headers) -> str | None:
+def headers_json(headers: list[tuple[str, bytes | None]] | None) -> str:
     if not headers:
         return _NO_HEADERS
     out = []
