@@ -66,6 +66,7 @@ def main() -> None:
     broker, port, data = start_broker()
     bootstrap = f"127.0.0.1:{port}"
     sw = ServerProcess().start()
+    admin = producer = None
     try:
         sw.wait_ready()  # Spark's cold start must not overlap the raw consumer's timing
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -121,9 +122,17 @@ def main() -> None:
         print(f"{'produce → SUBSCRIBE client p99 ms':<44} {percentile(lags, 99):>14.0f}")
         print(machine_note("done"), flush=True)
     finally:
+        admin = producer = None  # their clients would keep calling the stopped broker
         sw.cleanup()
         os.killpg(broker.pid, signal.SIGTERM)  # the wrapper runs the broker as its child
         broker.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the child may still be writing its data file
+            try:
+                os.killpg(broker.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
         shutil.rmtree(data, ignore_errors=True)
 
 
