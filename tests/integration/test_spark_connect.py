@@ -138,11 +138,6 @@ def test_kafka_records_decoded_by_the_connect_server(conn, broker):
     check_kafka_decoding(conn, broker)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "spark_backend/kafka_source.py upsert_batch drops its temp views before cached.unpersist() "
-    "(the winners are cached for JSON/CSV formats); through Connect, unpersist re-analyzes the "
-    "winners' SQL, which names a dropped view (TABLE_OR_VIEW_NOT_FOUND), so every such ENVELOPE "
-    "UPSERT batch stalls. Fix: unpersist before dropping the views."))
 def test_kafka_upsert_through_connect(conn, broker):
     check_upsert_ingests(conn, broker)
 
