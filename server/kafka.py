@@ -123,7 +123,7 @@ class KafkaTableRunner:
     def _forget_lag(self) -> None:
         if self._labels is not None:
             # A dropped table has no lag; a stale figure would read as a stuck source.
-            SOURCE_LAG.values.pop(tuple(sorted({**self._labels, "unit": "messages"}.items())), None)
+            SOURCE_LAG.remove(**self._labels, unit="messages")
 
     def _dropped(self) -> bool:
         return self.table_id not in self.coord.catalog.items

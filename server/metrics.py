@@ -75,6 +75,10 @@ class Gauge(Counter):
     def dec(self, amount: float = 1.0, **labels: str) -> None:
         self.values[_labels(labels)] -= amount
 
+    def remove(self, **labels: str) -> None:
+        """Drop a series (its source or table is gone), rather than report a stale value."""
+        self.values.pop(_labels(labels), None)
+
 
 class Histogram(Metric):
     kind = "histogram"

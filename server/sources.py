@@ -106,7 +106,7 @@ class PostgresSourceRunner:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        SOURCE_LAG.values.pop(tuple(sorted(self._lag_labels.items())), None)
+        SOURCE_LAG.remove(**self._lag_labels)
 
     @property
     def _lag_labels(self) -> dict[str, str]:

@@ -986,7 +986,9 @@ def test_metrics_rows_ingested_and_wal_lag(server, upstream, shop):
         done.set()
         watcher.join(10)
     assert all(v >= 0 for v in seen), seen
-    assert 0 < max(seen) <= after - before + 65536, (max(seen), after - before)
+    # Bounded by the transaction's WAL, plus what the upstream writes on its own meanwhile
+    # (autovacuum and analyze after 60k new rows, checkpoints): observed up to ~100 kB.
+    assert 0 < max(seen) <= after - before + (1 << 20), (max(seen), after - before)
     assert_same(server, upstream, "metered", "metered", "id, v")
 
 
