@@ -121,9 +121,6 @@ class PostgresSourceRunner:
         self._restart.set()
         return fut
 
-    def remove_table(self, table_id: str) -> None:
-        self.bindings.pop(table_id, None)
-
     # -- the loop --------------------------------------------------------------
     async def _run(self) -> None:
         backoff = 0.5

@@ -103,10 +103,6 @@ def constant_value(node: exp.Expression, t: SqlType, ctx: SessionContext,
     raise NotConstant
 
 
-def _param_text(value: object) -> str:
-    return value if isinstance(value, str) else str(value)
-
-
 _INTS = {"smallint": (-(2**15), 2**15 - 1), "integer": (-(2**31), 2**31 - 1),
          "bigint": (-(2**63), 2**63 - 1)}
 
@@ -303,11 +299,6 @@ def _checked_column(item: Item, pos: int, col: pa.ChunkedArray) -> pa.ChunkedArr
     values = [None if v is None else check_value(item, pos, decode_text(t, v.encode()))
               for v in col.to_pylist()]
     return pa.chunked_array([pa.array(values, pa.string())])
-
-
-def values_sql(stmt: st.Insert) -> exp.Expression:
-    """INSERT's source as a query."""
-    return stmt.source
 
 
 def update_select(item: Item, stmt: st.Update) -> exp.Select:

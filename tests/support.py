@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,12 @@ class ServerProcess:
         with psycopg.connect(self.dsn, autocommit=True, connect_timeout=timeout) as conn:
             conn.execute("SELECT 1").fetchall()
 
+    def metrics(self) -> str:
+        """The server's Prometheus /metrics page."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=30) as resp:
+            assert resp.status == 200
+            return resp.read().decode()
+
     def log_text(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-5000:]
@@ -103,3 +110,15 @@ def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         time.sleep(interval)
+
+
+def metric(text: str, name: str, **labels: object) -> float | None:
+    """The value of one labelled series in a Prometheus text exposition, or None if absent."""
+    want = {k: str(v) for k, v in labels.items()}
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            inside, value = line[len(name) + 1:].rsplit("} ", 1)
+            found = dict(part.split("=", 1) for part in inside.split(","))
+            if {k: v.strip('"') for k, v in found.items()} == want:
+                return float(value)
+    return None

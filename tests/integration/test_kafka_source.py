@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import psycopg
@@ -39,7 +38,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support import ServerProcess, free_port
+from tests.support import ServerProcess, free_port, metric
 
 NOIDA = Path(sys.executable).parent / "noida-db"
 DISTINCT_RECORDS = "count(DISTINCT CAST(partition AS TEXT) || '/' || CAST(\"offset\" AS TEXT))"
@@ -828,24 +827,6 @@ def test_kill9_mid_ingestion_exactly_once_and_order_across_restart(node, broker)
 
 # -- metrics ---------------------------------------------------------------------------------
 
-def metric(text: str, name: str, **labels: str) -> float | None:
-    """The value of one series in a Prometheus text exposition, or None if absent."""
-    want = {k: str(v) for k, v in labels.items()}
-    for line in text.splitlines():
-        if not line.startswith(name + "{"):
-            continue
-        inside, value = line[len(name) + 1:].rsplit("} ", 1)
-        found = dict(part.split("=", 1) for part in inside.split(","))
-        if {k: v.strip('"') for k, v in found.items()} == want:
-            return float(value)
-    return None
-
-
-def scrape(node) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{node.proc.metrics_port}/metrics", timeout=10) as resp:
-        return resp.read().decode()
-
-
 def test_metrics_rows_ingested_and_lag(conn, node, broker):
     broker.create_topic("metered", 2)
     n = 3000
@@ -858,7 +839,7 @@ def test_metrics_rows_ingested_and_lag(conn, node, broker):
     deadline = time.monotonic() + 120
     while True:
         # Scraped often: the backlog is visible as lag before the first batch is committed.
-        text = scrape(node)
+        text = node.proc.metrics()
         lag = metric(text, "sparkwire_source_lag", **every, unit="messages")
         rows = metric(text, "sparkwire_source_rows_ingested_total", **every)
         if lag is not None:
@@ -873,20 +854,20 @@ def test_metrics_rows_ingested_and_lag(conn, node, broker):
     assert lags == sorted(lags, reverse=True), "the lag only shrinks while nothing is produced"
     # More records: counted once ingested; the lag returns to 0.
     broker.send("metered", *[rec(key=b"x", value=str(i).encode(), partition=i % 2) for i in range(10)])
-    eventually(lambda: metric(scrape(node), "sparkwire_source_rows_ingested_total", **every) == n + 10,
+    eventually(lambda: metric(node.proc.metrics(), "sparkwire_source_rows_ingested_total", **every) == n + 10,
                "10 more rows counted", timeout=60)
-    eventually(lambda: metric(scrape(node), "sparkwire_source_lag", **every, unit="messages") == 0,
+    eventually(lambda: metric(node.proc.metrics(), "sparkwire_source_lag", **every, unit="messages") == 0,
                "the lag back to 0", timeout=60)
     # An upsert table counts its updates, retractions included: at least one insert per key.
     conn.execute("CREATE TABLE metered_up FROM SOURCE metered (REFERENCE metered) KEY FORMAT TEXT "
                  "VALUE FORMAT TEXT ENVELOPE UPSERT")
     wait_rows(conn, "SELECT count(*) FROM metered_up", [(101,)])
     up = {"source": "metered", "table": "metered_up"}
-    eventually(lambda: metric(scrape(node), "sparkwire_source_lag", **up, unit="messages") == 0,
+    eventually(lambda: metric(node.proc.metrics(), "sparkwire_source_lag", **up, unit="messages") == 0,
                "the upsert table's lag at 0", timeout=60)
-    text = scrape(node)
+    text = node.proc.metrics()
     assert 101 <= metric(text, "sparkwire_source_rows_ingested_total", **up) <= 2 * (n + 10)
     # A dropped table's lag series goes with it.
     conn.execute("DROP TABLE metered_up")
-    eventually(lambda: metric(scrape(node), "sparkwire_source_lag", **up, unit="messages") is None,
+    eventually(lambda: metric(node.proc.metrics(), "sparkwire_source_lag", **up, unit="messages") is None,
                "the dropped table's lag series removed", timeout=30)

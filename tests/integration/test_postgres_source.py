@@ -29,14 +29,13 @@ import secrets
 import socket
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from tests.pgserver import PG_BIN, PostgresServer
-from tests.support import free_port
+from tests.support import free_port, metric
 from tests.support import wait_until as support_wait_until
 
 pytestmark = pytest.mark.slow
@@ -917,27 +916,11 @@ def test_status_relation(server, shop):
     assert by_name["dc_full"][1] == "stalled" and by_name["dc_narrow"][1] == "running", rows
 
 
-def scrape(server) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10) as resp:
-        return resp.read().decode()
-
-
-def metric(text: str, name: str, **labels: str) -> float | None:
-    """The value of one series in a Prometheus text exposition, or None if absent."""
-    for line in text.splitlines():
-        if line.startswith(name + "{"):
-            inside, value = line[len(name) + 1:].rsplit("} ", 1)
-            found = dict(part.split("=", 1) for part in inside.split(","))
-            if {k: v.strip('"') for k, v in found.items()} == labels:
-                return float(value)
-    return None
-
-
 def test_metrics_rows_ingested_and_wal_lag(server, upstream, shop):
     rows = {"source": "shop", "table": "metered"}
     lag = {"source": "shop", "table": "", "unit": "bytes"}
     upstream.sql("INSERT INTO metered SELECT g, 0 FROM generate_series(1, 500) g")
-    text = scrape(server)
+    text = server.metrics()
     assert "# TYPE sparkwire_source_rows_ingested_total counter" in text
     assert "# TYPE sparkwire_source_lag gauge" in text
     assert metric(text, "sparkwire_source_rows_ingested_total", **rows) is None
@@ -950,15 +933,15 @@ def test_metrics_rows_ingested_and_wal_lag(server, upstream, shop):
     assert re.search(r"event=snapshot_progress .*table=public\.metered copied=500 expected=500",
                      log_since(server, offset)), "snapshot progress logged"
     # The snapshot counts once it is durable, which CREATE TABLE waits for.
-    assert metric(scrape(server), "sparkwire_source_rows_ingested_total", **rows) == 500
+    assert metric(server.metrics(), "sparkwire_source_rows_ingested_total", **rows) == 500
     # Streamed: an insert is one update, an update a retraction and an insertion, a delete one.
     upstream.sql("INSERT INTO metered SELECT g, 0 FROM generate_series(501, 530) g")
     upstream.sql("UPDATE metered SET v = 1 WHERE id <= 10")
     upstream.sql("DELETE FROM metered WHERE id > 525")
     caught_up(server, upstream, "shop")
-    assert metric(scrape(server), "sparkwire_source_rows_ingested_total", **rows) == 500 + 30 + 2 * 10 + 5
+    assert metric(server.metrics(), "sparkwire_source_rows_ingested_total", **rows) == 500 + 30 + 2 * 10 + 5
     # Once idle, everything the walsender has sent is confirmed: no lag.
-    wait_until(lambda: metric(scrape(server), "sparkwire_source_lag", **lag) == 0, 60,
+    wait_until(lambda: metric(server.metrics(), "sparkwire_source_lag", **lag) == 0, 60,
                interval=0.2, message="the WAL lag to return to 0")
 
     # A large transaction shows as lag, in bytes of its WAL, until it is durable.
@@ -968,7 +951,7 @@ def test_metrics_rows_ingested_and_wal_lag(server, upstream, shop):
 
     def watch() -> None:
         while not done.is_set():
-            value = metric(scrape(server), "sparkwire_source_lag", **lag)
+            value = metric(server.metrics(), "sparkwire_source_lag", **lag)
             if value is not None:
                 seen.append(value)
             time.sleep(0.01)
@@ -979,7 +962,7 @@ def test_metrics_rows_ingested_and_wal_lag(server, upstream, shop):
         upstream.sql("INSERT INTO metered SELECT g, 1 FROM generate_series(1001, 61000) g")
         after = upstream.lsn()
         caught_up(server, upstream, "shop")
-        wait_until(lambda: metric(scrape(server), "sparkwire_source_rows_ingested_total", **rows) == 555 + 60000,
+        wait_until(lambda: metric(server.metrics(), "sparkwire_source_rows_ingested_total", **rows) == 555 + 60000,
                    60, interval=0.05, message="the big transaction counted")
         wait_until(lambda: seen and seen[-1] == 0, 60, interval=0.05, message="the lag back to 0")
     finally:

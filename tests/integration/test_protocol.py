@@ -21,7 +21,6 @@ import struct
 import subprocess
 import threading
 import time
-import urllib.request
 
 import asyncpg
 import psycopg
@@ -206,10 +205,9 @@ def prompt(baseline: float) -> float:
 
 
 def sessions_gauge(server) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=30) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("sparkwire_sessions "):
-                return float(line.split()[1])
+    for line in server.metrics().splitlines():
+        if line.startswith("sparkwire_sessions "):
+            return float(line.split()[1])
     return 0.0
 
 

@@ -329,7 +329,6 @@ def test_health_follows_spark_start(node):
         time.sleep(0.05)
     assert answers[0] == (503, "starting: Spark is not up yet\n"), answers[:3]
     assert answers[-1] == (200, "ready\n")
-    with urllib.request.urlopen(f"http://127.0.0.1:{node.proc.metrics_port}/metrics", timeout=5) as r:
-        assert "sparkwire_spark_ready 1" in r.read().decode().splitlines()
+    assert "sparkwire_spark_ready 1" in node.proc.metrics().splitlines()
     with node.connect() as c:
         _check_events(c)

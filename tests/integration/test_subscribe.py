@@ -24,7 +24,6 @@ import struct
 import subprocess
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -253,14 +252,9 @@ def open_feeds(server, sqls: dict[str, str], progress: bool = True) -> dict:
 # --------------------------------------------------------------------------- server observation
 
 
-def metrics_text(server) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=5) as resp:
-        return resp.read().decode()
-
-
 def metric_sum(server, name: str) -> float:
     total = 0.0
-    for line in metrics_text(server).splitlines():
+    for line in server.metrics().splitlines():
         if line.startswith((name + "{", name + " ")):
             total += float(line.rsplit(" ", 1)[1])
     return total

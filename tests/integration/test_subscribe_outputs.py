@@ -22,7 +22,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
 from decimal import Decimal
 from pathlib import Path
 from typing import Self
@@ -134,16 +133,9 @@ def text_rows(rows) -> list[tuple]:
     return [tuple(None if v is None else str(v) for v in r) for r in rows]
 
 
-def metrics_text(server: ServerProcess) -> str:
-    url = f"http://127.0.0.1:{server.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        assert resp.status == 200
-        return resp.read().decode()
-
-
 def subscriptions_total(server: ServerProcess) -> dict[str, float]:
     found = re.findall(r'^sparkwire_subscriptions_total\{output_mode="([a-z_]+)"\} (\S+)$',
-                       metrics_text(server), re.MULTILINE)
+                       server.metrics(), re.MULTILINE)
     return {mode: float(v) for mode, v in found}
 
 
@@ -561,7 +553,7 @@ def test_flags_durable_across_restart():
 
 
 def test_metrics_count_subscriptions_by_output_mode(server, conn, kv):
-    text = metrics_text(server)
+    text = server.metrics()
     assert "# TYPE sparkwire_subscriptions_total counter" in text
     modes = {
         "diffs": "SUBSCRIBE kv",
