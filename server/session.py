@@ -439,6 +439,8 @@ class Session:
             return ops
 
         await self._ddl(plan)
+        if self.server_sources is not None:
+            await self.server_sources.forget_dropped()  # a dropped table fed by a source
         return Outcome(f"DROP {stmt.object_type}", notices=notices)
 
     # -- transactions -------------------------------------------------------------

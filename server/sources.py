@@ -515,7 +515,9 @@ class SourceManager:
         runner.start()
 
     async def forget_dropped(self) -> None:
-        """Stop the runners of tables that no longer exist."""
+        """Stop feeding tables that no longer exist (after any DROP)."""
+        for runner in self.runners.values():
+            runner._load_bindings()
         for table_id in [t for t in self.kafka_runners if t not in self.coord.catalog.items]:
             await self.kafka_runners.pop(table_id).stop()
 
@@ -763,8 +765,6 @@ async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
                     warning = (f'could not drop replication slot "{slot}" upstream; drop it there: '
                                f"SELECT pg_drop_replication_slot('{slot}')")
                     notices.append(("WARNING", warning))
-    for runner in manager.runners.values():
-        runner._load_bindings()
     await manager.forget_dropped()
     return Outcome(f"DROP {stmt.object_type}", notices=notices)
 
