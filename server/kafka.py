@@ -151,11 +151,14 @@ class KafkaTableRunner:
                 source = self.coord.catalog.items[info["source_id"]]
                 config = self.manager.kafka_config(self.coord.catalog.items[source.details["connection_id"]])
                 offsets = {int(p): o for p, o in info.get("offsets", {}).items()}
-                consumer = await asyncio.to_thread(kafka.Consumer, config, source.details["topic"], offsets)
-                await asyncio.to_thread(consumer.refresh_partitions)
                 spec = _spec_from_json(info)
                 _, plan = table_layout(spec)
                 target = batch_target(self.table, spec, plan)
+                consumer = await asyncio.to_thread(
+                    kafka.Consumer, config, source.details["topic"], offsets,
+                    timestamps="__ts" in target.sources or "timestamp" in target.order,
+                    headers="__headers" in target.sources)
+                await asyncio.to_thread(consumer.refresh_partitions)
                 self.status, self.error = "running", None
                 await self._refresh_lag(consumer, ask_broker=True)
                 backoff = 0.5
@@ -229,7 +232,7 @@ class KafkaTableRunner:
                                                  self.coord.read_ts(), bool(self.key_errors))
             errors = error_changes(result.events, self.key_errors)
         else:
-            result = await self.coord.engine.run(kafka.append_batch, plan, raw, target)
+            result = await self.coord.engine.run(kafka.append_batch, plan, raw, target, self.coord.store)
             errors = result.errors
         offsets = {}
         for p, o in zip(raw.column("partition").to_pylist(), raw.column("offset").to_pylist()):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import threading
 import time
 import uuid
@@ -117,7 +118,17 @@ class Store:
             os.truncate(log_path, good_bytes)
         self._log_file = open(log_path, "ab")  # noqa: SIM115 - open for the server's life
         self._remove_unreferenced_files()
+        shutil.rmtree(self.scratch, ignore_errors=True)  # hand-off files of batches a crash cut short
+        self.scratch.mkdir()
         return Recovered(snapshot, ops, self.last_ts)
+
+    @property
+    def scratch(self) -> Path:
+        """A folder for files that live only while one piece of Spark work reads them.
+
+        Inside the data directory because Spark's executors (and a Connect server) read
+        the same paths as the server does; emptied at every start."""
+        return self.root / "scratch"
 
     def _remove_unreferenced_files(self) -> None:
         live = {f.path for c in self.collections.values() for f in c.files}
