@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
-from planner.errors import SqlError
+from planner.errors import UNDEFINED_TABLE, SqlError
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
 from server import system_catalog
@@ -74,6 +74,7 @@ class Coordinator:
         self.catalog = Catalog()
         self.write_lock = asyncio.Lock()
         self._log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log")
+        self._dropped_names: dict[str, str] = {}  # id → name, for writes that lost a race with DROP
         self._query_ids = itertools.count(1)
         self._compacting = False
         self._last_oracle = 0
@@ -142,6 +143,14 @@ class Coordinator:
     async def commit(self, catalog_ops: list[dict], updates: dict[str, pa.Table]) -> int:
         """Commit catalog changes and updates at one new timestamp. Hold `write_lock`."""
         assert self.write_lock.locked(), "commits are sequenced by the write lock"
+        # A write checked its table before waiting for the lock, and a DROP TABLE that held
+        # the lock may have removed it since: a record naming a gone collection would make
+        # the log unreadable at the next start.
+        gone = next((cid for cid, t in updates.items() if t.num_rows and cid not in self.store.collections), None)
+        if gone is not None:
+            name = self._dropped_names.get(gone, gone)
+            raise SqlError(UNDEFINED_TABLE, f'relation "{name}" does not exist: it was dropped while this '
+                                            "statement ran")
         ts = self._next_ts()
         stamped = {cid: _stamp(t, ts) for cid, t in updates.items() if t.num_rows}
         loop = asyncio.get_running_loop()
@@ -151,6 +160,8 @@ class Coordinator:
         finally:
             self._committing = None
         for op in catalog_ops:
+            if op.get("op") == "drop" and op["id"] in self.catalog.items:
+                self._dropped_names[op["id"]] = self.catalog.items[op["id"]].name
             self.catalog.apply(op)
         # Listeners get the commit before the frontier passes it, so a frontier
         # they observe never runs ahead of the updates they have been given.

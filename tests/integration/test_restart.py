@@ -332,3 +332,49 @@ def test_health_follows_spark_start(node):
     assert "sparkwire_spark_ready 1" in node.proc.metrics().splitlines()
     with node.connect() as c:
         _check_events(c)
+
+
+# -- writes racing DROP TABLE ------------------------------------------------------------------
+
+def test_inserts_racing_drop_table_fail_cleanly_and_the_log_stays_readable(node):
+    """INSERTs that pass their checks just before another session drops the table must
+    fail with an error, not commit to the dropped table (which left a log the next start
+    could not replay); writes to other tables are kept."""
+    with node.connect() as c:
+        c.execute("CREATE TABLE keep (n int)")
+        c.execute("CREATE TABLE doomed (n int)")
+    stop = threading.Event()
+    errors: list[str] = []
+    acknowledged = [0]
+
+    def writer(wid: int) -> None:
+        with node.connect() as conn:
+            i = 0
+            while not stop.is_set():
+                i += 1
+                try:
+                    conn.execute("INSERT INTO doomed VALUES (%s)", (i,))
+                except psycopg.Error as exc:
+                    errors.append(f"{exc.sqlstate}: {exc}")
+                    return
+                conn.execute("INSERT INTO keep VALUES (%s)", (wid * 1_000_000 + i,))
+                acknowledged[0] += 1
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    with node.connect() as c:
+        c.execute("DROP TABLE doomed")
+    for t in threads:
+        t.join(timeout=60)
+    stop.set()
+    assert len(errors) == 4, errors
+    assert all(e.startswith("42P01") and '"doomed"' in e for e in errors), errors
+    with node.connect() as c:
+        kept = c.execute("SELECT count(*) FROM keep").fetchone()[0]
+    assert kept == acknowledged[0]
+    node.restart_after_kill9()
+    with node.connect() as c:
+        assert c.execute("SELECT count(*) FROM keep").fetchone()[0] == kept
+        c.execute("DROP TABLE keep")
