@@ -7,7 +7,9 @@ INSERTs are acknowledged for `--seconds`, while one subscriber reads
 `DECLARE c CURSOR FOR SUBSCRIBE (SELECT * FROM w) WITH (SNAPSHOT = false)` with
 FETCH ALL in a loop and counts rows. Printed: rows/s acknowledged to the writers,
 rows/s that reached the subscriber in the same window, and how long the subscriber
-took to catch up after the writers stopped. Figures only; nothing is asserted.
+took to catch up after the writers stopped. The reference is PostgreSQL 15 (fsync on,
+synchronous_commit on) taking the same writers for the same time, with no subscriber.
+Figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import threading
 import time
 
 import psycopg
-from common import CursorSubscriber, ServerProcess, machine_note, median
+from common import CursorSubscriber, PostgresServer, ServerProcess, machine_note, median
 
 
 def writer(dsn: str, wid: int, rows_per_insert: int, deadline: float, counts: list[int],
@@ -40,6 +42,37 @@ def writer(dsn: str, wid: int, rows_per_insert: int, deadline: float, counts: li
         errors.append(exc)
 
 
+def run_writers(dsn: str, args: argparse.Namespace) -> tuple[int, list[float], float, float]:
+    """Rows acknowledged, each INSERT's latency, and the start and end of the window."""
+    counts = [0] * args.writers
+    latencies: list[float] = []
+    errors: list[BaseException] = []
+    start = time.perf_counter()
+    deadline = start + args.seconds
+    threads = [threading.Thread(target=writer, args=(dsn, i, args.rows_per_insert, deadline, counts, latencies,
+                                                     errors))
+               for i in range(args.writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"a writer failed: {errors[0]!r}")
+    return sum(counts), latencies, start, time.perf_counter()
+
+
+def postgres_reference(args: argparse.Namespace) -> tuple[float, float]:
+    """PostgreSQL's rows/s and median INSERT latency with the same writers."""
+    pg = PostgresServer().start()
+    try:
+        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE w (id bigint, writer integer, seq integer)")
+        written, latencies, start, stopped = run_writers(pg.dsn, args)
+        return written / (stopped - start), median(latencies)
+    finally:
+        pg.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--writers", type=int, default=4)
@@ -60,27 +93,13 @@ def main() -> None:
         sub.ready.wait(120)
         if sub.error is not None:
             raise RuntimeError(f"subscriber failed: {sub.error!r}")
-        counts = [0] * args.writers
-        latencies: list[float] = []
-        errors: list[BaseException] = []
-        start = time.perf_counter()
-        deadline = start + args.seconds
-        threads = [threading.Thread(target=writer, args=(sw.dsn, i, args.rows_per_insert, deadline,
-                                                         counts, latencies, errors))
-                   for i in range(args.writers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        stopped = time.perf_counter()
-        if errors:
-            raise RuntimeError(f"a writer failed: {errors[0]!r}")
-        written = sum(counts)
+        written, latencies, start, stopped = run_writers(sw.dsn, args)
         caught_up = sub.wait_until(lambda: sub.rows >= written, timeout=args.drain_timeout)
         sub.stop()
         last = arrivals[-1][0] if arrivals else stopped
     finally:
         sw.cleanup()
+    pg_rate, pg_latency = postgres_reference(args)
     window = stopped - start
     in_window = sum(n for at, n in arrivals if at <= stopped)
     received = sum(n for _, n in arrivals)
@@ -92,6 +111,7 @@ def main() -> None:
     print(f"  INSERT statements acknowledged      {len(latencies):>10,}   "
           f"median latency {median(latencies) * 1000:.1f} ms")
     print(f"  rows written (acknowledged)/s       {written / window:>10,.0f}")
+    print(f"  PostgreSQL, same writers: rows/s    {pg_rate:>10,.0f}   median latency {pg_latency * 1000:.1f} ms")
     print(f"  rows received/s within the window   {in_window / window:>10,.0f}")
     print(f"  rows received/s, 2nd half of window {steady / (window / 2):>10,.0f}")
     print(f"  received {received:,} of {written:,} rows; "

@@ -84,6 +84,9 @@ class Coordinator:
         self.read_holds: dict[object, int] = {}  # holder → oldest timestamp it still reads
         self._ticker: asyncio.Task | None = None
         self._committing: int | None = None  # timestamp of the commit being written, if any
+        # Blind writes waiting for the next group commit, and whether one is under way.
+        self._pending_writes: list[tuple[dict[str, pa.Table], asyncio.Future]] = []
+        self._group_commits: asyncio.Task | None = None
         # Long background work (compactions), newest last, for mz_internal.mz_background_work.
         self.background: collections.deque[BackgroundWork] = collections.deque(maxlen=100)
         self._last_compacted: dict[str, float] = {}  # collection → monotonic time of its last fold
@@ -140,6 +143,73 @@ class Coordinator:
         return ts
 
     # -- writes ------------------------------------------------------------------
+    async def commit_write(self, updates: dict[str, pa.Table]) -> int:
+        """Commit a write that read nothing (INSERT ... VALUES outside a transaction), in a
+        group with the others that arrive meanwhile; returns its timestamp.
+
+        Writers that come while a commit is being made durable wait for the next one and
+        share it: one timestamp, one log record and one file per table for all of them, as
+        Materialize's group commit does. A write that read nothing cannot conflict with
+        another, so only the durable log decides their order."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending_writes.append((updates, future))
+        if self._group_commits is None or self._group_commits.done():
+            # A task of its own: a writer whose client goes away must not strand the others.
+            self._group_commits = asyncio.ensure_future(self._commit_pending_writes())
+        return await future
+
+    async def _commit_pending_writes(self) -> None:
+        while self._pending_writes:
+            async with self.write_lock:
+                # A write whose statement was cancelled before its group formed is not made.
+                group = [(u, f) for u, f in self._pending_writes if not f.cancelled()]
+                self._pending_writes = []
+                await self._commit_group(group)
+
+    async def _commit_group(self, group: list[tuple[dict[str, pa.Table], asyncio.Future]]) -> None:
+        live = []
+        for updates, future in group:
+            gone = next((cid for cid, t in updates.items() if t.num_rows and cid not in self.store.collections),
+                        None)
+            if gone is None:
+                live.append((updates, future))
+            elif not future.done():
+                future.set_exception(SqlError(UNDEFINED_TABLE, f'relation "{self._dropped_names.get(gone, gone)}" '
+                                                               "does not exist: it was dropped while this statement ran"))
+        by_table: dict[str, list[pa.Table]] = {}
+        for updates, _ in live:
+            for cid, table in updates.items():
+                by_table.setdefault(cid, []).append(table)
+        try:
+            merged = {cid: pa.concat_tables(tables) for cid, tables in by_table.items()}
+        except pa.ArrowInvalid:
+            # The table's layout changed between two of the writes (ALTER): commit them apart.
+            for updates, future in live:
+                await self._commit_group_of_one(updates, future)
+            return
+        try:
+            ts = await self.commit([], merged) if live else 0
+        except BaseException as exc:
+            for _, future in live:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for _, future in live:
+            if not future.done():
+                future.set_result(ts)
+
+    async def _commit_group_of_one(self, updates: dict[str, pa.Table], future: asyncio.Future) -> None:
+        try:
+            ts = await self.commit([], updates)
+        except Exception as exc:  # noqa: BLE001 - the writer gets the error
+            if not future.done():
+                future.set_exception(exc)
+        else:
+            if not future.done():
+                future.set_result(ts)
+
     async def commit(self, catalog_ops: list[dict], updates: dict[str, pa.Table]) -> int:
         """Commit catalog changes and updates at one new timestamp. Hold `write_lock`."""
         assert self.write_lock.locked(), "commits are sequenced by the write lock"

@@ -309,8 +309,7 @@ class Session:
             if self.txn is not None:
                 self._stage({item.id: updates})
             else:
-                async with self.coord.write_lock:
-                    await self.coord.commit([], {item.id: updates})
+                await self.coord.commit_write({item.id: updates})
             return Outcome(f"INSERT 0 {len(rows)}")
         positions = writes.target_columns(item, stmt.columns)
         count = 0
@@ -470,8 +469,8 @@ class Session:
                 if txn.holds_lock:
                     await self.coord.commit([], updates)
                 else:
-                    async with self.coord.write_lock:
-                        await self.coord.commit([], updates)
+                    # Only writes that read nothing (the lock is taken by any that reads).
+                    await self.coord.commit_write(updates)
         finally:
             self._release()
 

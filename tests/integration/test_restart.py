@@ -378,3 +378,52 @@ def test_inserts_racing_drop_table_fail_cleanly_and_the_log_stays_readable(node)
     with node.connect() as c:
         assert c.execute("SELECT count(*) FROM keep").fetchone()[0] == kept
         c.execute("DROP TABLE keep")
+
+
+def test_concurrent_autocommit_inserts_are_group_committed_and_survive_kill9(node):
+    """Writers that commit at the same time share one commit (one timestamp for the rows of
+    several sessions, as Materialize's group commit does); every acknowledged row is durable."""
+    writers, per_writer = 6, 40
+    expected = sorted((w, s, f"w{w}") for w in range(writers) for s in range(per_writer))
+    failures: list[BaseException] = []
+    barrier = threading.Barrier(writers)
+
+    def writer(wid: int) -> None:
+        try:
+            with node.connect() as conn:
+                barrier.wait()
+                for seq in range(per_writer):
+                    # Extended protocol (parameters) and simple protocol (literals) alike.
+                    if seq % 2:
+                        conn.execute("INSERT INTO grouped VALUES (%s, %s, %s)", (wid, seq, f"w{wid}"))
+                    else:
+                        conn.execute(f"INSERT INTO grouped VALUES ({wid}, {seq}, 'w{wid}')", prepare=False)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    with node.connect() as c:
+        c.execute("CREATE TABLE grouped (writer int, seq int, note text)")
+        watcher = psycopg.connect(node.proc.dsn)
+        cur = watcher.cursor()
+        cur.execute("BEGIN")
+        cur.execute("DECLARE g CURSOR FOR SUBSCRIBE grouped WITH (SNAPSHOT = false)")
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not failures, failures
+        updates: list[tuple] = []
+        deadline = time.monotonic() + 60
+        while len(updates) < len(expected) and time.monotonic() < deadline:
+            cur.execute("FETCH ALL g WITH (timeout = '1s')")
+            updates += cur.fetchall()
+        watcher.close()
+    assert sorted(tuple(r[2:]) for r in updates) == expected
+    assert all(r[1] == 1 for r in updates)
+    stamps = {r[0] for r in updates}
+    assert len(stamps) < len(expected), "no two concurrent INSERTs shared a commit"
+    node.restart_after_kill9()
+    with node.connect() as c:
+        assert sorted(c.execute("SELECT * FROM grouped").fetchall()) == expected
+        c.execute("DROP TABLE grouped")
