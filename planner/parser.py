@@ -289,12 +289,25 @@ def _insert(s: Scanner) -> st.Insert:
                      tuple(returning.expressions) if returning else ())
 
 
+_CLAUSE_NAMES = {"returning": "RETURNING", "with": "WITH", "with_": "WITH", "order": "ORDER BY",
+                 "limit": "LIMIT", "tables": "a list of tables", "cluster": "CLUSTER"}
+
+
+def _refuse_unhandled(tree: exp.Expression, verb: str, handled: set[str]) -> None:
+    """A clause this statement does not carry out must be an error, not silently dropped."""
+    for key, value in tree.args.items():
+        if key not in handled and value not in (None, [], False):
+            clause = _CLAUSE_NAMES.get(key, key.upper())
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} ... {clause} is not supported")
+
+
 def _update(s: Scanner) -> st.Update:
     tree = _sqlglot(s.text)
     if not isinstance(tree, exp.Update):
         raise SqlError(SYNTAX_ERROR, "syntax error in UPDATE")
     if tree.args.get("from_") or tree.args.get("from"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE ... FROM is not supported")
+    _refuse_unhandled(tree, "UPDATE", {"this", "expressions", "where", "from", "from_"})
     assignments = []
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
@@ -312,6 +325,7 @@ def _delete(s: Scanner) -> st.Delete:
         raise SqlError(SYNTAX_ERROR, "syntax error in DELETE")
     if tree.args.get("using"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE ... USING is not supported")
+    _refuse_unhandled(tree, "DELETE", {"this", "where", "using"})
     where = tree.args.get("where")
     return st.Delete(table_name(tree.this), tree.this.alias or None,
                      where.this if where is not None else None)

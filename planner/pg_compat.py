@@ -632,6 +632,46 @@ def _unique_ctes(tree: exp.Expression) -> None:
             alias.set("this", exp.to_identifier(new))
 
 
+def _lambda(params: list[str], body: str) -> exp.Lambda:
+    return exp.Lambda(this=sqlglot.parse_one(body, read="spark"), expressions=[exp.to_identifier(p) for p in params])
+
+
+def _array_agg(node: exp.ArrayAgg) -> exp.Expression:
+    """array_agg as PostgreSQL computes it, in Spark terms.
+
+    Spark's collect_list drops NULL elements, ignores an ORDER BY and gives [] over no
+    rows; PostgreSQL keeps NULLs, follows the ORDER BY (ASC puts NULLs last, DESC first,
+    unless NULLS FIRST/LAST says otherwise) and gives NULL. So each element is collected
+    in a struct with its sort keys (a struct is never NULL), the structs are sorted by a
+    comparator and unwrapped, and an empty result is NULL."""
+    arg = node.this
+    order: list[exp.Ordered] = []
+    if isinstance(arg, exp.Order):
+        order, arg = list(arg.expressions), arg.this
+    if isinstance(arg, exp.Distinct):
+        return node  # DISTINCT cannot see through the struct; collect_set's order is arbitrary anyway
+    fields = [exp.alias_(o.this.copy(), f"k{i}") for i, o in enumerate(order)]
+    fields.append(exp.alias_(arg.copy(), "v"))
+    collected = exp.ArrayAgg(this=exp.Struct(expressions=fields))
+    if order:
+        steps = []
+        for i, o in enumerate(order):
+            desc = bool(o.args.get("desc"))
+            nulls_first = o.args.get("nulls_first")
+            if nulls_first is None:
+                nulls_first = desc
+            lo, hi = ("1", "-1") if desc else ("-1", "1")
+            first, last = ("-1", "1") if nulls_first else ("1", "-1")
+            steps.append(f"WHEN l.k{i} IS NULL AND r.k{i} IS NULL THEN 0 WHEN l.k{i} IS NULL THEN {first} "
+                         f"WHEN r.k{i} IS NULL THEN {last} WHEN l.k{i} < r.k{i} THEN {lo} "
+                         f"WHEN l.k{i} > r.k{i} THEN {hi}")
+        comparator = _lambda(["l", "r"], f"CASE {' '.join(steps)} ELSE 0 END")
+        collected = exp.Anonymous(this="array_sort", expressions=[collected, comparator])
+    values = exp.Anonymous(this="transform", expressions=[collected, _lambda(["e"], "e.v")])
+    return exp.If(this=exp.EQ(this=exp.ArraySize(this=values.copy()), expression=exp.Literal.number(0)),
+                  true=exp.Null(), false=values)
+
+
 def _swap(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
             and node.this.name.lower() == "pg_catalog" and not isinstance(node.expression, exp.Identifier):
@@ -663,6 +703,8 @@ def _swap(node: exp.Expression) -> exp.Expression:
         return node.this
     if isinstance(node, exp.Cast):
         return _cast(node)
+    if isinstance(node, exp.ArrayAgg):
+        return _array_agg(node)
     if isinstance(node, exp.Array) and len(node.expressions) == 1 \
             and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
         return _array_subquery(node)

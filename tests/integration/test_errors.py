@@ -75,6 +75,9 @@ CASES = [
     ("CREATE TABLE pk (id int PRIMARY KEY)", "0A000", ["PRIMARY KEY"]),
     ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING id", "0A000", ["RETURNING"]),
     ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') ON CONFLICT DO NOTHING", "0A000", ["ON CONFLICT"]),
+    # Refused before anything is written (it was once carried out with the RETURNING dropped).
+    ("UPDATE items SET small = 1 RETURNING id", "0A000", ["UPDATE", "RETURNING"]),
+    ("DELETE FROM items RETURNING *", "0A000", ["DELETE", "RETURNING"]),
     ("CREATE TABLE badtype (x frobnicator)", "42704", ['"frobnicator"']),
     ("INSERT INTO items (id, small) VALUES (3, 70000)", "22003", ["smallint"]),
     ("UPDATE items SET small = 70000 WHERE id = 1", "22003", ["70000"]),

@@ -499,6 +499,13 @@ QUERIES = [
      [(dt.datetime(2024, 3, 1, tzinfo=UTC), 2024, 15)]),
     ("SELECT count(*), count(dept_id), count(DISTINCT dept_id), avg(salary) FROM emp",
      [(5, 4, 2, Decimal("78.2"))]),
+    # array_agg keeps NULLs, follows its ORDER BY (ASC: NULLs last) and is NULL over no rows.
+    (("SELECT array_agg(name ORDER BY salary DESC, name), array_agg(dept_id ORDER BY id), "
+      "array_agg(dept_id ORDER BY dept_id NULLS FIRST), array_agg(dept_id ORDER BY dept_id DESC) FROM emp"),
+     [(["ann", "bob", "eve", "cid", "dan"], [1, 1, 2, None, 1], [None, 1, 1, 1, 2], [None, 2, 1, 1, 1])]),
+    ("SELECT array_agg(id) FROM emp WHERE false", [(None,)]),
+    (("SELECT d.name, array_agg(e.name ORDER BY e.name DESC) FROM dept d JOIN emp e ON e.dept_id = d.id "
+      "GROUP BY d.name ORDER BY d.name"), [("eng", ["eve", "bob", "ann"]), ("ops", ["cid"])]),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import sqlglot
 
 from planner.parser import parse_one
 from planner.translate import SessionContext, TableSource, resolve_tree
@@ -25,3 +26,22 @@ def spark_sql(sql: str) -> str:
 ])
 def test_non_ascii_identifiers_are_quoted(sql: str, expected: str) -> None:
     assert spark_sql(sql) == expected
+
+
+def test_array_agg_follows_postgres():
+    """Elements in a struct (collect_list would drop NULLs), sorted by a comparator with
+    PostgreSQL's NULL placement, unwrapped, and NULL instead of [] over no rows."""
+    sql = spark_sql("SELECT array_agg(x ORDER BY x DESC) FROM t")
+    assert "COLLECT_LIST(STRUCT(`t`.x AS k0, `t`.x AS v))" in sql
+    assert "(l, r) -> CASE WHEN l.k0 IS NULL AND r.k0 IS NULL THEN 0 WHEN l.k0 IS NULL THEN -1" in sql
+    assert sql.startswith("SELECT IF(SIZE(TRANSFORM(") and "e -> e.v" in sql
+    assert "ARRAY_SORT" not in spark_sql("SELECT array_agg(x) FROM t")
+
+
+@pytest.mark.parametrize(("sql", "name"), [
+    ("SELECT array_agg(x) FROM t", "array_agg"),
+    ("SELECT array_length(array_agg(x), 1) FROM t", "array_length"),
+    ("SELECT generate_series(1, 3)", "generate_series"),
+])
+def test_output_names_of_functions(sql: str, name: str) -> None:
+    assert sqlglot.parse_one(spark_sql(sql), read="spark").expressions[-1].alias == name
