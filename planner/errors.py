@@ -19,6 +19,7 @@ class SqlError(Exception):
         hint: str | None = None,
         position: int | None = None,
         severity: str = "ERROR",
+        where: str | None = None,
     ) -> None:
         super().__init__(message)
         self.sqlstate = sqlstate
@@ -27,6 +28,7 @@ class SqlError(Exception):
         self.hint = hint
         self.position = position
         self.severity = severity
+        self.where = where  # CONTEXT: where the error happened (`COPY t, line 3, column a: "x"`)
 
 
 # The codes sparkwire raises, named as in PostgreSQL's errcodes.txt.

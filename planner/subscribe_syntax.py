@@ -362,11 +362,12 @@ def parse_close(s: Scanner) -> CloseCursor:
     return CloseCursor(name)
 
 
-def parse_copy(s: Scanner) -> CopyTo:
+def parse_copy(s: Scanner) -> st.Statement:
     s.expect("copy")
     if not (s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "("):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY is supported only as COPY (SUBSCRIBE ...) TO STDOUT "
-                                              "or COPY (SELECT ...) TO STDOUT")
+        from planner.copy_syntax import parse_table_copy
+
+        return parse_table_copy(s)
     inner, _ = _parenthesized_statement(s)
     if not isinstance(inner, (st.Query, Subscribe)):
         raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (...) TO STDOUT takes a SELECT or a SUBSCRIBE")

@@ -28,6 +28,7 @@ from planner.errors import (
     INVALID_PASSWORD,
     INVALID_PREPARED_STATEMENT,
     PROTOCOL_VIOLATION,
+    QUERY_CANCELED,
     SqlError,
 )
 from planner.params import infer_types
@@ -278,7 +279,8 @@ class Connection:
 
     def _send_error(self, err: SqlError, severity: str | None = None, notice: bool = False) -> None:
         fields = m.error_fields(severity or err.severity, err.sqlstate, err.message,
-                                detail=err.detail, hint=err.hint, position=err.position)
+                                detail=err.detail, hint=err.hint, position=err.position,
+                                where=getattr(err, "where", None))
         self.send(m.notice_response(fields) if notice else m.error_response(fields))
         if not notice:
             self.server.metrics_error(err.sqlstate)
@@ -306,6 +308,10 @@ class Connection:
             if outcome.copy:
                 await self._send_copy(outcome)
                 continue
+            if outcome.copy_in is not None:
+                count = await session.copy_in(outcome.copy_in, await self._receive_copy(len(outcome.copy_in.positions)))
+                self.send(m.command_complete(f"COPY {count}"))
+                continue
             if outcome.returns_rows:
                 self.send(m.row_description(_fields(outcome, ())))
                 await self._send_rows(outcome.table, outcome.types, (), 0, outcome.table.num_rows)
@@ -317,6 +323,27 @@ class Connection:
             await session.end_implicit(success=True)
         self._drop_portals_outside_transaction()
         self.send(m.ready_for_query(session.status))
+
+    async def _receive_copy(self, columns: int) -> bytes:
+        """COPY ... FROM STDIN: the client's CopyData until CopyDone, all of it.
+
+        Flush and Sync are ignored in copy-in mode, as PostgreSQL does; CopyFail, or any other
+        message, ends the COPY with an error (that message is not run)."""
+        self.send(m.copy_in_response(0, [0] * columns))
+        await self.flush()
+        chunks: list[bytes] = []
+        while True:
+            msg = await self.inbox.get()
+            if msg is None or isinstance(msg, m.ProtocolError):
+                raise ConnectionError("client went away during COPY FROM STDIN")
+            if isinstance(msg, m.CopyData):
+                chunks.append(msg.data)
+            elif isinstance(msg, m.CopyDone):
+                return b"".join(chunks)
+            elif isinstance(msg, m.CopyFail):
+                raise SqlError(QUERY_CANCELED, f"COPY from stdin failed: {msg.message}")
+            elif not isinstance(msg, (m.Flush, m.Sync)):
+                raise SqlError(PROTOCOL_VIOLATION, f"unexpected message type {type(msg).__name__} during COPY from stdin")
 
     async def _send_copy(self, outcome: Outcome) -> None:
         """COPY ... TO STDOUT, and a bare SUBSCRIBE: a CopyOut stream of text rows."""
@@ -489,6 +516,8 @@ class Connection:
             return
         if outcome.copy:
             raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO STDOUT needs the simple query protocol")
+        if outcome.copy_in is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN needs the simple query protocol")
         if not outcome.returns_rows:
             self.send(m.command_complete(outcome.tag))
             return

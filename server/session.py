@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from planner import statements as st
 from planner import subscribe_syntax as ss
+from planner.copy_syntax import CopyFrom
 from planner.errors import (
     ACTIVE_SQL_TRANSACTION,
     DUPLICATE_CURSOR,
@@ -27,6 +28,7 @@ from planner.errors import (
     INVALID_CURSOR_NAME,
     INVALID_PREPARED_STATEMENT,
     NO_ACTIVE_SQL_TRANSACTION,
+    NOT_NULL_VIOLATION,
     QUERY_CANCELED,
     SYNTAX_ERROR,
     WRONG_OBJECT_TYPE,
@@ -35,16 +37,28 @@ from planner.errors import (
 from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
-from server import metrics, roles, sources, writes
+from server import copy_format, metrics, roles, sources, writes
 from server.catalog import Column, Item
 from server.coordinator import VERSION_STRING, Coordinator, Overlay
+from server.copy_format import CopyOptions
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
 from server.subscribe import Subscription
+from server.values import decode_text
 
 log = logging.getLogger("sparkwire.session")
 
 TEXT = SqlType(BY_NAME["text"])
 BOOL = SqlType(BY_NAME["boolean"])
+
+
+@dataclass(frozen=True)
+class CopyIn:
+    """Where the rows of a COPY ... FROM STDIN go, once the client has sent them."""
+
+    item: Item
+    positions: list[int]  # the table's column positions, in the data's order
+    options: CopyOptions
+    defaults: dict[int, object]  # values of the columns not in the data
 
 
 @dataclass
@@ -59,6 +73,7 @@ class Outcome:
     parameter_changes: list[tuple[str, str]] = field(default_factory=list)
     stream: Subscription | None = None  # SUBSCRIBE: rows keep coming until it ends
     copy: bool = False  # send as COPY ... TO STDOUT
+    copy_in: CopyIn | None = None  # COPY ... FROM STDIN: the wire layer collects the data
 
     @property
     def returns_rows(self) -> bool:
@@ -601,6 +616,67 @@ class Session:
         out.tag = "COPY" if out.stream is None else "SUBSCRIBE"
         return out
 
+    async def _copy_from(self, stmt: CopyFrom, params, ptypes) -> Outcome:
+        item = self._writable(stmt.table, "copy to")
+        positions = writes.target_columns(item, stmt.columns)
+        options = CopyOptions(stmt.format, stmt.delimiter, stmt.null, stmt.header, stmt.quote, stmt.escape)
+        ctx = self._context()
+        defaults, computed = writes.default_values(item, positions, ctx)
+        if computed:
+            from planner.parser import parse_one
+
+            select = parse_one(f"SELECT {', '.join(computed.values())}").statement.ast
+            spark_sql, views = self.coord.plan_query(select, ctx)
+            result = await self.coord.query(spark_sql, views, self.coord.read_ts(), group=self.group)
+            defaults.update(zip(computed, result.table.to_pylist()[0].values()))
+        return Outcome("COPY", copy_in=CopyIn(item, positions, options, defaults))
+
+    async def copy_in(self, copy: CopyIn, data: bytes) -> int:
+        """Store the rows of a COPY ... FROM STDIN: committed as one write, or staged in the
+        open transaction. Every field goes through its column type's input function, and
+        an error names the line (and the column) as PostgreSQL's CONTEXT does."""
+        item = copy.item
+        names = [item.columns[p].name for p in copy.positions]
+        context = f"COPY {item.name}"
+        try:
+            parsed = copy_format.parse(data, copy.options, names)
+        except copy_format.CopyDataError as err:
+            err.where = context if err.line is None else f"{context}, line {err.line}"
+            if err.text is not None:
+                err.where += f': "{err.text}"'
+            raise
+        types = [item.columns[p].type for p in copy.positions]
+        required = [(p, c) for p, c in enumerate(item.columns) if c.not_null]
+        rows = []
+        for parsed_row in parsed:
+            row = [None] * len(item.columns)
+            for pos, value in copy.defaults.items():
+                row[pos] = value
+            for pos, t, name, text in zip(copy.positions, types, names, parsed_row.fields):
+                if text is None:
+                    continue
+                try:
+                    row[pos] = decode_text(t, text.encode("utf-8"))
+                except SqlError as err:
+                    err.where = f'{context}, line {parsed_row.line}, column {name}: "{text}"'
+                    raise
+            for pos, column in required:
+                if row[pos] is None:
+                    where = f"{context}, line {parsed_row.line}"
+                    if parsed_row.text is not None:
+                        where += f': "{parsed_row.text}"'
+                    raise SqlError(NOT_NULL_VIOLATION, f'null value in column "{column.name}" of relation '
+                                                       f'"{item.name}" violates not-null constraint', where=where)
+            rows.append(row)
+        if not rows:
+            return 0
+        updates = writes.rows_to_updates(item, rows)
+        if self.txn is not None:
+            self._stage({item.id: updates})
+        else:
+            await self.coord.commit_write({item.id: updates})
+        return len(rows)
+
     async def _explain_subscribe(self, stmt: ss.ExplainSubscribe, params, ptypes) -> Outcome:
         sub = self._subscription(stmt.inner)
         sub.plan()
@@ -705,6 +781,7 @@ _HANDLERS: dict[type, Callable] = {
     st.AlterSystem: Session._alter_system,
     ss.Subscribe: Session._subscribe,
     ss.CopyTo: Session._copy,
+    CopyFrom: Session._copy_from,
     ss.ExplainSubscribe: Session._explain_subscribe,
     ss.DeclareCursor: Session._declare,
     ss.Fetch: Session._fetch,

@@ -130,6 +130,25 @@ def _number_for(text: str, t: SqlType) -> object:
                    f"{'integer' if text.lstrip('-').isdigit() else 'numeric'}")
 
 
+def default_values(item: Item, given: list[int], ctx: SessionContext) -> tuple[dict[int, object], dict[int, str]]:
+    """The DEFAULT of each column not in `given`, for a whole statement (COPY): the constant
+    ones' values, and the SQL of the others (now(), ...) for one evaluation in Spark, as
+    PostgreSQL evaluates them once per statement too."""
+    from planner.parser import parse_one
+
+    values: dict[int, object] = {}
+    computed: dict[int, str] = {}
+    for pos, column in enumerate(item.columns):
+        if pos in given or column.default is None:
+            continue
+        default = parse_one(f"SELECT {column.default}").statement.ast.expressions[0]
+        try:
+            values[pos] = constant_value(default, column.type, ctx, {}, {})
+        except NotConstant:
+            computed[pos] = f"CAST(({column.default}) AS {column.type.display()})"
+    return values, computed
+
+
 def constant_rows(item: Item, stmt: st.Insert, ctx: SessionContext, params: dict[int, object],
                   param_types: dict[int, SqlType]) -> list[list[object]] | None:
     """The rows of INSERT ... VALUES when every value is a constant, else None."""

@@ -926,6 +926,7 @@ def error_fields(
     detail: str | None = None,
     hint: str | None = None,
     position: int | None = None,
+    where: str | None = None,
 ) -> dict[str, str]:
     """Build the common ErrorResponse/NoticeResponse fields.
 
@@ -937,6 +938,7 @@ def error_fields(
         "D": detail,
         "H": hint,
         "P": None if position is None else str(position),
+        "W": where,
     }
     fields.update(
         (code, value) for code, value in optional.items() if value is not None
