@@ -28,7 +28,6 @@ from planner.errors import (
     INVALID_CURSOR_NAME,
     INVALID_PREPARED_STATEMENT,
     NO_ACTIVE_SQL_TRANSACTION,
-    NOT_NULL_VIOLATION,
     QUERY_CANCELED,
     SYNTAX_ERROR,
     WRONG_OBJECT_TYPE,
@@ -37,13 +36,12 @@ from planner.errors import (
 from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
-from server import copy_format, metrics, roles, sources, writes
+from server import copy_format, copy_load, metrics, roles, sources, writes
 from server.catalog import Column, Item
 from server.coordinator import VERSION_STRING, Coordinator, Overlay
 from server.copy_format import CopyOptions
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
 from server.subscribe import Subscription
-from server.values import decode_text
 
 log = logging.getLogger("sparkwire.session")
 
@@ -639,43 +637,21 @@ class Session:
         names = [item.columns[p].name for p in copy.positions]
         context = f"COPY {item.name}"
         try:
-            parsed = copy_format.parse(data, copy.options, names)
+            parsed = await asyncio.to_thread(copy_format.parse, data, copy.options, names)
         except copy_format.CopyDataError as err:
             err.where = context if err.line is None else f"{context}, line {err.line}"
             if err.text is not None:
                 err.where += f': "{err.text}"'
             raise
-        types = [item.columns[p].type for p in copy.positions]
-        required = [(p, c) for p, c in enumerate(item.columns) if c.not_null]
-        rows = []
-        for parsed_row in parsed:
-            row = [None] * len(item.columns)
-            for pos, value in copy.defaults.items():
-                row[pos] = value
-            for pos, t, name, text in zip(copy.positions, types, names, parsed_row.fields):
-                if text is None:
-                    continue
-                try:
-                    row[pos] = decode_text(t, text.encode("utf-8"))
-                except SqlError as err:
-                    err.where = f'{context}, line {parsed_row.line}, column {name}: "{text}"'
-                    raise
-            for pos, column in required:
-                if row[pos] is None:
-                    where = f"{context}, line {parsed_row.line}"
-                    if parsed_row.text is not None:
-                        where += f': "{parsed_row.text}"'
-                    raise SqlError(NOT_NULL_VIOLATION, f'null value in column "{column.name}" of relation '
-                                                       f'"{item.name}" violates not-null constraint', where=where)
-            rows.append(row)
-        if not rows:
+        if not parsed:
             return 0
-        updates = writes.rows_to_updates(item, rows)
+        # Off the event loop: a big COPY must not hold up every other session.
+        updates = await asyncio.to_thread(copy_load.updates, item, copy.positions, parsed, copy.defaults, context)
         if self.txn is not None:
             self._stage({item.id: updates})
         else:
             await self.coord.commit_write({item.id: updates})
-        return len(rows)
+        return len(parsed)
 
     async def _explain_subscribe(self, stmt: ss.ExplainSubscribe, params, ptypes) -> Outcome:
         sub = self._subscription(stmt.inner)
