@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+
 # -- OIDs ----------------------------------------------------------------------------------
 
 DATABASE_OID = 16384
@@ -331,7 +333,56 @@ def _rewrite_datatype(dt: exp.Expression) -> exp.Expression:
     return dt
 
 
+def _json_cast(node: exp.Cast) -> exp.Expression:
+    """A cast to json/jsonb. jsonb and json values are kept as text (jsonb in PostgreSQL's
+    normal form: keys sorted, duplicates dropped, `", "` and `": "`); a constant is checked
+    and normalised here by the jsonb input function. Normalising computed text would need
+    that function in Spark, which it does not have."""
+    from planner.types import BY_NAME, SqlType
+    from server.values import decode_text
+
+    value = node.this
+    kind = "jsonb" if node.to.this == exp.DataType.Type.JSONB else "json"
+    if isinstance(value, exp.Literal) and value.is_string:
+        return exp.Literal.string(decode_text(SqlType(BY_NAME[kind]), value.this.encode("utf-8")))
+    if isinstance(value, exp.Null):
+        return _null_text()
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"casting a computed value to {kind} is not supported (only a constant, "
+                            f"such as '{{\"a\": 1}}'::{kind})")
+
+
+def _json_path_text(node: exp.Expression) -> exp.Expression:
+    """`x #>> '{a,0,b}'`: the value at a path as text, through Spark's get_json_object (an
+    all-digit step indexes an array)."""
+    path = node.expression
+    if not (isinstance(path, exp.Literal) and path.is_string and _ARRAY_TEXT.match(path.this)):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "#>> takes a constant path, such as '{a,b}'")
+    steps = [p.strip().strip('"') for p in path.this.strip()[1:-1].split(",") if p.strip()]
+    json_path = "$" + "".join(f"[{p}]" if p.isdigit() else "['" + p.replace("'", "\\'") + "']" for p in steps)
+    return exp.Anonymous(this="get_json_object", expressions=[node.this, exp.Literal.string(json_path)])
+
+
+def _json_extract(node: exp.JSONExtract) -> exp.Expression:
+    """`x -> 'k'` / `x -> 0`: the JSON value there, as JSON text. Through Spark's variant,
+    which keeps a string's quotes and a JSON null (get_json_object, what sqlglot writes,
+    returns a string unquoted and a null as NULL); objects and arrays come out compact,
+    with keys in byte order, where PostgreSQL's jsonb text has spaces and orders keys by
+    length first."""
+    path = node.expression.sql("spark").strip("'")
+    return exp.Anonymous(this="to_json", expressions=[exp.Anonymous(this="variant_get", expressions=[
+        exp.Anonymous(this="parse_json", expressions=[node.this]), exp.Literal.string(path)])])
+
+
+def _json_typeof(value: exp.Expression) -> exp.Expression:
+    """json(b)_typeof: in a valid JSON text the first character tells the type."""
+    return _parse("CASE substr(ltrim(__v), 1, 1) WHEN '{' THEN 'object' WHEN '[' THEN 'array' "
+                  "WHEN '\"' THEN 'string' WHEN 't' THEN 'boolean' WHEN 'f' THEN 'boolean' "
+                  "WHEN 'n' THEN 'null' ELSE 'number' END", v=value)
+
+
 def _cast(node: exp.Cast) -> exp.Expression:
+    if node.to.this in (exp.DataType.Type.JSONB, exp.DataType.Type.JSON):
+        return _json_cast(node)
     key = _type_key(node.to)
     value = node.this
     if key == "regclass":
@@ -523,6 +574,10 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return args[0]
     if name == "pg_postmaster_start_time":
         return exp.CurrentTimestamp()
+    if name in ("jsonb_typeof", "json_typeof") and len(args) == 1:
+        return _json_typeof(args[0])
+    if name in ("jsonb_array_length", "json_array_length") and len(args) == 1:
+        return exp.Anonymous(this="json_array_length", expressions=[args[0]])
     return None
 
 
@@ -544,6 +599,10 @@ def _args(node: exp.Expression) -> list[exp.Expression]:
 
 def rewrite(tree: exp.Expression) -> exp.Expression:
     """Rewrite the PostgreSQL catalog constructs in a query."""
+    # PostgreSQL has no lambdas: sqlglot reads `f(data->'k')`, for a function it does not
+    # know, as a lambda `data -> 'k'`. Read each such text again as the JSON operator it is.
+    for lam in list(tree.find_all(exp.Lambda)):
+        lam.replace(sqlglot.parse_one(lam.sql("postgres"), read="postgres"))
     for sub in list(tree.find_all(exp.Subquery)):
         base = _domain_base_type(sub)
         if base is not None:
@@ -703,6 +762,12 @@ def _swap(node: exp.Expression) -> exp.Expression:
         return node.this
     if isinstance(node, exp.Cast):
         return _cast(node)
+    if isinstance(node, exp.JSONBExtractScalar):
+        return _json_path_text(node)
+    if isinstance(node, exp.JSONExtract) and isinstance(node.expression, exp.JSONPath):
+        return _json_extract(node)
+    if isinstance(node, exp.JSONBExtract):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "operator #> is not supported: #>> gives the value at a path as text")
     if isinstance(node, exp.ArrayAgg):
         return _array_agg(node)
     if isinstance(node, exp.Array) and len(node.expressions) == 1 \

@@ -699,3 +699,32 @@ def test_select_as_of(conn):
         conn.execute(f"SELECT * FROM hist AS OF {_now_ms() + 3_600_000}")
     assert "future" in str(err.value)
     assert conn.execute("SELECT id, v FROM hist ORDER BY id").fetchall() == [(1, "A")]
+
+
+def test_jsonb_operators_and_functions(conn):
+    """What a query over a Kafka JSON table (a jsonb `data` column) reaches for."""
+    conn.execute("CREATE TABLE docs2 (id int, data jsonb)")
+    conn.execute("""INSERT INTO docs2 VALUES
+        (1, '{"a": {"b": 2}, "c": [1, "two", null], "s": "x", "n": null, "t": true}'),
+        (2, '{"a": {"b": 5}, "s": "y"}')""")
+    # -> keeps JSON (a string's quotes, a JSON null); ->> and #>> give text, SQL NULL when absent.
+    assert conn.execute("SELECT data->'s', data->'n', data->'a'->>'b', data->'c'->1, data->'c'->>1, "
+                        "data->>'zz', data->'zz' FROM docs2 WHERE id = 1").fetchall() == \
+        [('"x"', "null", "2", '"two"', "two", None, None)]
+    assert conn.execute("SELECT data #>> '{a,b}', data #>> '{c,1}', jsonb_typeof(data), jsonb_typeof(data->'s'), "
+                        "jsonb_typeof(data->'c'), jsonb_typeof(data->'n'), jsonb_typeof(data->'t'), "
+                        "jsonb_typeof(data->'a'->'b'), jsonb_array_length(data->'c') "
+                        "FROM docs2 WHERE id = 1").fetchall() == \
+        [("2", "two", "object", "string", "array", "null", "boolean", "number", 3)]
+    # A jsonb constant is normalised as PostgreSQL's jsonb input does: equal documents compare equal.
+    assert conn.execute("""SELECT id FROM docs2 WHERE data = '{"s": "y", "a": {"b": 5}}'::jsonb""").fetchall() == [(2,)]
+    assert conn.execute("""SELECT '{"bb": 1, "a": [1, 2.50], "bb": 3}'::jsonb, '[1,2 ]'::json""").fetchone() == \
+        ('{"a": [1, 2.50], "bb": 3}', "[1,2 ]")
+    assert conn.execute("SELECT (data->>'a')::text IS NOT NULL, (data->'a'->>'b')::int * 10 FROM docs2 "
+                        "ORDER BY id").fetchall() == [(True, 20), (True, 50)]
+    for sql, state in (("SELECT '{bad'::jsonb", "22P02"), ("SELECT data::jsonb FROM docs2", "0A000"),
+                       ("SELECT data #> '{a}' FROM docs2", "0A000")):
+        with pytest.raises(psycopg.Error) as err:
+            conn.execute(sql)
+        assert err.value.sqlstate == state, (sql, err.value)
+    assert conn.execute("SELECT 1").fetchone() == (1,)
