@@ -183,7 +183,8 @@ class Coordinator:
         try:
             merged = {cid: pa.concat_tables(tables) for cid, tables in by_table.items()}
         except pa.ArrowInvalid:
-            # The table's layout changed between two of the writes (ALTER): commit them apart.
+            # Writes to one table whose Arrow layouts differ (a NULL-only column typed apart,
+            # say) cannot be concatenated: commit them one by one rather than fail them.
             for updates, future in live:
                 await self._commit_group_of_one(updates, future)
             return
