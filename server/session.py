@@ -236,6 +236,10 @@ class Session:
         if isinstance(stmt, (st.ShowObjects, st.ShowColumns, st.ShowCreate, st.ShowVariable)):
             out = await self.execute(parsed)
             return out.names, out.types
+        if isinstance(stmt, st.Insert) and stmt.returning:
+            item = self.coord.catalog.require(stmt.table)
+            columns = writes.returning_columns(item, stmt.returning)
+            return [name for name, _ in columns], [item.columns[pos].type for _, pos in columns]
         if not isinstance(stmt, st.Query):
             return None
         nulls = {n: literal(None, t) for n, t in param_types.items()}
@@ -312,9 +316,8 @@ class Session:
         return item
 
     async def _insert(self, stmt: st.Insert, params, ptypes) -> Outcome:
-        if stmt.returning:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... RETURNING is not supported")
         item = self._writable(stmt.table, "insert into")
+        returning = writes.returning_columns(item, stmt.returning) if stmt.returning else None
         ctx = self._context()
         rows = writes.constant_rows(item, stmt, ctx, params, ptypes)
         if rows is not None:
@@ -323,12 +326,10 @@ class Session:
                 self._stage({item.id: updates})
             else:
                 await self.coord.commit_write({item.id: updates})
-            return Outcome(f"INSERT 0 {len(rows)}")
+            return self._inserted(item, updates, returning)
         positions = writes.target_columns(item, stmt.columns)
-        count = 0
 
         async def work() -> dict[str, pa.Table]:
-            nonlocal count
             source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes))
             as_of = self.coord.read_ts()
             overlay = self.txn.overlay() if self.txn else None
@@ -341,12 +342,21 @@ class Session:
             wrapped = writes.coerce_sql(item, positions[:width], source_sql, width, shape.types)
             result = await self.coord.query(wrapped, views, as_of, overlay, group=self.group)
             updates = writes.arrow_to_updates(item, result.table, +1)
-            count = updates.num_rows
+            inserted.append(updates)
             self._stage({item.id: updates})
             return {item.id: updates}
 
+        inserted: list[pa.Table] = []
         await self._with_write_lock(work)
-        return Outcome(f"INSERT 0 {count}")
+        return self._inserted(item, inserted[0], returning)
+
+    @staticmethod
+    def _inserted(item: Item, updates: pa.Table, returning: list[tuple[str, int]] | None) -> Outcome:
+        tag = f"INSERT 0 {updates.num_rows}"
+        if returning is None:
+            return Outcome(tag)
+        return Outcome(tag, [name for name, _ in returning], [item.columns[pos].type for _, pos in returning],
+                       table=writes.returned_rows(updates, returning))
 
     async def _change(self, item: Item, select: exp.Expression, params, ptypes, with_new: bool) -> int:
         count = 0

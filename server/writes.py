@@ -21,6 +21,7 @@ from sqlglot import exp
 from planner import statements as st
 from planner.errors import (
     DATATYPE_MISMATCH,
+    FEATURE_NOT_SUPPORTED,
     NOT_NULL_VIOLATION,
     NUMERIC_VALUE_OUT_OF_RANGE,
     STRING_DATA_RIGHT_TRUNCATION,
@@ -128,6 +129,40 @@ def _number_for(text: str, t: SqlType) -> object:
     raise SqlError(DATATYPE_MISMATCH,
                    f"column is of type {t.display()} but expression is of type "
                    f"{'integer' if text.lstrip('-').isdigit() else 'numeric'}")
+
+
+def returning_columns(item: Item, returning: Sequence[exp.Expression]) -> list[tuple[str, int]]:
+    """INSERT ... RETURNING's output: (name, table column position) per output column.
+
+    Column names (optionally qualified by the table, aliased) and `*`; an expression
+    would need a query over the inserted rows, which is not supported."""
+    from planner.parser import _ident
+
+    out: list[tuple[str, int]] = []
+    for node in returning:
+        alias = None
+        if isinstance(node, exp.Alias):
+            alias, node = node.alias, node.this
+        if isinstance(node, exp.Star) or isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+            out += [(c.name, i) for i, c in enumerate(item.columns)]
+            continue
+        if isinstance(node, exp.Column) and (not node.table or node.table.lower() == item.name.lower()):
+            name = _ident(node)
+            pos = next((i for i, c in enumerate(item.columns) if c.name == name), None)
+            if pos is None:
+                raise SqlError(UNDEFINED_COLUMN, f'column "{name}" does not exist')
+            out.append((alias or name, pos))
+            continue
+        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... RETURNING takes column names and *, not an "
+                                              f"expression such as {node.sql('postgres')}")
+    return out
+
+
+def returned_rows(updates: pa.Table, columns: list[tuple[str, int]]) -> pa.Table:
+    """The inserted rows' RETURNING columns, from the updates as stored (after rounding
+    and padding, as PostgreSQL returns them)."""
+    table = updates.select([physical(pos) for _, pos in columns])
+    return table.rename_columns([f"c{i}" for i in range(len(columns))])
 
 
 def default_values(item: Item, given: list[int], ctx: SessionContext) -> tuple[dict[int, object], dict[int, str]]:

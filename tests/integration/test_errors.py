@@ -73,7 +73,8 @@ CASES = [
     ("VACUUM items", "0A000", ["VACUUM"]),
     ("LISTEN channel", "0A000", ["LISTEN"]),
     ("CREATE TABLE pk (id int PRIMARY KEY)", "0A000", ["PRIMARY KEY"]),
-    ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING id", "0A000", ["RETURNING"]),
+    ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING id + 1", "0A000", ["RETURNING", "id + 1"]),
+    ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING nope", "42703", ['"nope"']),
     ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') ON CONFLICT DO NOTHING", "0A000", ["ON CONFLICT"]),
     # Refused before anything is written (it was once carried out with the RETURNING dropped).
     ("UPDATE items SET small = 1 RETURNING id", "0A000", ["UPDATE", "RETURNING"]),

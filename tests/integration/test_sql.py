@@ -728,3 +728,32 @@ def test_jsonb_operators_and_functions(conn):
             conn.execute(sql)
         assert err.value.sqlstate == state, (sql, err.value)
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_insert_returning_columns(server, conn):
+    """RETURNING gives the rows as stored (rounded, defaulted), through every client path."""
+    conn.execute("CREATE TABLE ret (id int NOT NULL, name varchar(5), amount numeric(6,2), "
+                 "at timestamptz DEFAULT now())")
+    cur = conn.execute("INSERT INTO ret (id, name, amount) VALUES (1, 'ann', 1.005), (2, 'bob', 2) "
+                       "RETURNING id, amount, ret.name AS who")
+    assert [d.name for d in cur.description] == ["id", "amount", "who"]
+    assert cur.fetchall() == [(1, Decimal("1.01"), "ann"), (2, Decimal("2.00"), "bob")]
+    assert cur.statusmessage == "INSERT 0 2"
+    # Extended protocol, parameters, prepared; INSERT ... SELECT; RETURNING *.
+    assert conn.execute("INSERT INTO ret (id, name) VALUES (%s, %s) RETURNING id, name", (3, "cy"),
+                        prepare=True).fetchall() == [(3, "cy")]
+    rows = conn.execute("INSERT INTO ret SELECT id + 10, name, amount FROM ret WHERE id < 3 RETURNING *").fetchall()
+    assert sorted(r[:3] for r in rows) == [(11, "ann", Decimal("1.01")), (12, "bob", Decimal("2.00"))]
+    assert all(r[3] is not None for r in rows)
+
+    async def with_asyncpg():
+        c = await asyncpg.connect(**_adsn(server))
+        try:
+            return await c.fetchval("INSERT INTO ret (id) VALUES ($1) RETURNING id", 20)
+        finally:
+            await c.close()
+
+    assert asyncio.run(with_asyncpg()) == 20
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="id \\* 2"):
+        conn.execute("INSERT INTO ret (id) VALUES (99) RETURNING id * 2")
+    assert conn.execute("SELECT count(*), count(*) FILTER (WHERE id = 99) FROM ret").fetchone() == (6, 0)
