@@ -51,19 +51,39 @@ class CopyDataError(SqlError):
 
 
 @dataclass(frozen=True)
-class ParsedRow:
-    fields: list[str | None]
-    line: int | None  # where the row starts, when known
-    text: str | None  # the row as written (text format), for error context
+class ParsedCopy:
+    """COPY data as one Arrow string array per column (NULL for NULL), and where each row
+    was, for error messages."""
+
+    columns: list[pa.Array]
+    lines: list[int] | None  # each row's line; None: one row per line from `first_line` on
+    texts: list[str] | None  # each row as written (text format), for error context
+    first_line: int = 1
+    source: str | None = None  # text-format data read one row per line: rows' texts, on demand
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    def line(self, row: int) -> int:
+        return self.lines[row] if self.lines is not None else self.first_line + row
+
+    def text(self, row: int) -> str | None:
+        if self.texts is not None:
+            return self.texts[row]
+        if self.source is not None:  # only for an error message: split when asked
+            return self.source.split("\n")[self.line(row) - 1]
+        return None
 
 
 def parse_rows(data: bytes, options: CopyOptions, columns: list[str]) -> list[list[str | None]]:
     """The rows of COPY data for `columns`: each a list of one field string (or None) per column."""
-    return [row.fields for row in parse(data, options, columns)]
+    parsed = parse(data, options, columns)
+    return [list(row) for row in zip(*(c.to_pylist() for c in parsed.columns))]
 
 
-def parse(data: bytes, options: CopyOptions, columns: list[str]) -> list[ParsedRow]:
-    """As parse_rows, with each row's line (and text, in text format) for error messages."""
+def parse(data: bytes, options: CopyOptions, columns: list[str]) -> ParsedCopy:
+    """The COPY data for `columns`, columnar, with each row's line for error messages."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -91,8 +111,12 @@ def _unescape(match: re.Match) -> str:
     return _SIMPLE_ESCAPES.get(code, code)
 
 
-def _text_rows(text: str, options: CopyOptions, columns: list[str]) -> list[ParsedRow]:
+def _text_rows(text: str, options: CopyOptions, columns: list[str]) -> ParsedCopy:
     delimiter, null = options.delimiter_char(), options.null_string()
+    if "\r" not in text and _no_escapes(text, delimiter, null):
+        fast = _plain_text_rows(text, options, columns)
+        if fast is not None:
+            return fast
     # A field is a run of anything but a backslash or the delimiter, or a backslash and the
     # character it escapes (an escaped delimiter is data, not a separator).
     field = re.compile(rf"(?:[^\\{re.escape(delimiter)}]|\\.)*", re.DOTALL)
@@ -102,7 +126,9 @@ def _text_rows(text: str, options: CopyOptions, columns: list[str]) -> list[Pars
     # As in PostgreSQL, the first line sets the end of line (newline, or carriage return and
     # newline) and a stray carriage return elsewhere is an error rather than data.
     crlf = bool(lines) and lines[0].endswith("\r")
-    rows = []
+    rows: list[list[str | None]] = []
+    numbers: list[int] = []
+    texts: list[str] = []
     for number, line in enumerate(lines, start=1):
         if crlf:
             if not line.endswith("\r"):
@@ -132,8 +158,46 @@ def _text_rows(text: str, options: CopyOptions, columns: list[str]) -> list[Pars
                 if pos == len(line):
                     fields.append(None if null == "" else "")
                     break
-        rows.append(ParsedRow(_fit(fields, columns, number, line), number, line))
-    return rows
+        rows.append(_fit(fields, columns, number, line))
+        numbers.append(number)
+        texts.append(line)
+    arrays = [pa.array(list(col), pa.string()) for col in zip(*rows)] if rows else \
+        [pa.array([], pa.string()) for _ in columns]
+    return ParsedCopy(arrays, numbers, texts)
+
+
+def _no_escapes(text: str, delimiter: str, null: str) -> bool:
+    """Whether every backslash in the data is the NULL marker `\\N` as a whole field: then
+    each field is its own text and Arrow's reader can split the lines."""
+    backslashes = text.count("\\")
+    if not backslashes:
+        return True
+    if null != "\\N":
+        return False
+    d = re.escape(delimiter)
+    whole = re.compile(rf"(?:^|(?<=[{d}\n]))\\N(?=[{d}\n]|$)", re.MULTILINE)
+    return sum(1 for _ in whole.finditer(text)) == backslashes
+
+
+def _plain_text_rows(text: str, options: CopyOptions, columns: list[str]) -> ParsedCopy | None:
+    """Text-format data without escapes, split by Arrow's reader; None when a row does not
+    fit (the line-by-line parser then says which, as PostgreSQL would)."""
+    names = [f"c{i}" for i in range(len(columns))]
+    skip = 1 if options.header else 0
+    body = text.encode("utf-8")
+    if not body or body.count(b"\n") + (0 if body.endswith(b"\n") else 1) <= skip:
+        return ParsedCopy([pa.array([], pa.string()) for _ in columns], None, None)
+    parse = pa_csv.ParseOptions(delimiter=options.delimiter_char(), quote_char=False, double_quote=False,
+                                escape_char=False, newlines_in_values=False, ignore_empty_lines=False)
+    convert = pa_csv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                    null_values=[options.null_string()], strings_can_be_null=True)
+    read = pa_csv.ReadOptions(column_names=names, skip_rows=skip, block_size=1 << 24)
+    try:
+        table = pa_csv.read_csv(io.BytesIO(body), read_options=read, parse_options=parse, convert_options=convert)
+    except pa.ArrowInvalid:
+        return None
+    return ParsedCopy([table.column(n).combine_chunks() for n in names], None, None, first_line=1 + skip,
+                      source=text)
 
 
 def _fit(fields: list[str | None], columns: list[str], line: int, text: str | None) -> list[str | None]:
@@ -149,7 +213,7 @@ def _fit(fields: list[str | None], columns: list[str], line: int, text: str | No
 _CSV_ROW_ERROR = re.compile(r"Expected (\d+) columns, got (\d+)")
 
 
-def _csv_rows(text: str, options: CopyOptions, columns: list[str]) -> list[ParsedRow]:
+def _csv_rows(text: str, options: CopyOptions, columns: list[str]) -> ParsedCopy:
     """CSV through pyarrow's reader, which tells a quoted empty string (data) from an
     unquoted one (NULL by default), as PostgreSQL does."""
     if text.endswith("\\.\n") and (len(text) == 3 or text[-4] == "\n"):
@@ -157,7 +221,7 @@ def _csv_rows(text: str, options: CopyOptions, columns: list[str]) -> list[Parse
     body = text.encode("utf-8")
     skip = 1 if options.header else 0
     if body.count(b"\n") + (0 if body.endswith(b"\n") else 1) <= skip or not body.strip():
-        return []
+        return ParsedCopy([pa.array([], pa.string()) for _ in columns], None, None)
     escape = options.escape if options.escape is not None else options.quote
     names = [f"c{i}" for i in range(len(columns))]
     parse = pa_csv.ParseOptions(
@@ -180,8 +244,7 @@ def _csv_rows(text: str, options: CopyOptions, columns: list[str]) -> list[Parse
             raise CopyDataError(BAD_COPY_FILE_FORMAT, f'missing data for column "{missing}"', line, row) from None
         raise CopyDataError(BAD_COPY_FILE_FORMAT, f"invalid CSV data: {exc}", line) from None
     # pyarrow does not say where each row began: rows are numbered as if one per line.
-    return [ParsedRow(list(row), number, None)
-            for number, row in enumerate(zip(*(table.column(n).to_pylist() for n in names)), start=1 + skip)]
+    return ParsedCopy([table.column(n).combine_chunks() for n in names], None, None, first_line=1 + skip)
 
 
 def _csv_error_line(body: bytes, message: str) -> tuple[int | None, str | None]:

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from planner.errors import NOT_NULL_VIOLATION, SqlError
 from planner.types import SqlType
 from server.catalog import Item
-from server.copy_format import ParsedRow
+from server.copy_format import ParsedCopy
 from server.values import decode_text
 from server.writes import _array, check_value
 from spark_backend.schema import arrow_type, storage_arrow_schema
@@ -27,15 +27,14 @@ _CASTABLE = {"smallint", "integer", "bigint", "real", "double precision", "numer
              "timestamp with time zone", "text"}
 
 
-def updates(item: Item, positions: list[int], rows: list[ParsedRow], defaults: dict[int, object],
+def updates(item: Item, positions: list[int], parsed: ParsedCopy, defaults: dict[int, object],
             context: str) -> pa.Table:
     """The storage updates (+1 each) of the COPY's rows; `positions` are the table columns the
     data's fields go to, `defaults` the values of the others."""
-    n = len(rows)
+    n = parsed.num_rows
     columns: dict[int, pa.Array] = {}
     for field_index, pos in enumerate(positions):
-        texts = [row.fields[field_index] for row in rows]
-        columns[pos] = _column(item, pos, texts, rows, context)
+        columns[pos] = _column(item, pos, parsed.columns[field_index], parsed, context)
     first_null: tuple[int, str] | None = None  # (row, column): PostgreSQL stops at the first row
     for pos, column in enumerate(item.columns):
         if pos not in columns:
@@ -47,9 +46,9 @@ def updates(item: Item, positions: list[int], rows: list[ParsedRow], defaults: d
                 first_null = (row, column.name)
     if first_null is not None:
         row, name = first_null
-        where = f"{context}, line {rows[row].line}"
-        if rows[row].text is not None:
-            where += f': "{rows[row].text}"'
+        where = f"{context}, line {parsed.line(row)}"
+        if parsed.text(row) is not None:
+            where += f': "{parsed.text(row)}"'
         raise SqlError(NOT_NULL_VIOLATION, f'null value in column "{name}" of relation "{item.name}" '
                                            "violates not-null constraint", where=where)
     types = item.column_types
@@ -58,24 +57,26 @@ def updates(item: Item, positions: list[int], rows: list[ParsedRow], defaults: d
     return pa.Table.from_arrays(arrays, schema=storage_arrow_schema(types))
 
 
-def _column(item: Item, pos: int, texts: list[str | None], rows: list[ParsedRow], context: str) -> pa.Array:
+def _column(item: Item, pos: int, texts: pa.Array, parsed: ParsedCopy, context: str) -> pa.Array:
     column = item.columns[pos]
     t = column.type
     target = arrow_type(t)
+    if t.base.name == "text" and not t.is_array:
+        return texts
     if _castable(t):
         try:
-            return pc.cast(pa.array(texts, pa.string()), target)
+            return pc.cast(texts, target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # some value needs PostgreSQL's own input function: it says which
     values = []
-    for row, text in zip(rows, texts):
+    for row, text in enumerate(texts.to_pylist()):
         if text is None:
             values.append(None)
             continue
         try:
             values.append(check_value(item, pos, decode_text(t, text.encode("utf-8"))))
         except SqlError as err:
-            err.where = f'{context}, line {row.line}, column {column.name}: "{text}"'
+            err.where = f'{context}, line {parsed.line(row)}, column {column.name}: "{text}"'
             raise
     return _array(values, target, column.name)
 

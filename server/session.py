@@ -653,7 +653,7 @@ class Session:
             if err.text is not None:
                 err.where += f': "{err.text}"'
             raise
-        if not parsed:
+        if not parsed.num_rows:
             return 0
         # Off the event loop: a big COPY must not hold up every other session.
         updates = await asyncio.to_thread(copy_load.updates, item, copy.positions, parsed, copy.defaults, context)
@@ -661,7 +661,7 @@ class Session:
             self._stage({item.id: updates})
         else:
             await self.coord.commit_write({item.id: updates})
-        return len(parsed)
+        return parsed.num_rows
 
     async def _explain_subscribe(self, stmt: ss.ExplainSubscribe, params, ptypes) -> Outcome:
         sub = self._subscription(stmt.inner)

@@ -68,3 +68,19 @@ def test_csv_errors_name_the_line(data, message, line):
     with pytest.raises(CopyDataError) as err:
         parse_rows(data, CSV, COLS)
     assert err.value.message == message and err.value.line == line
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    # No escapes but whole-field \N: Arrow's reader splits the lines.
+    (b"1\t\\N\tx\n\\N\t2\t\\N\n", [["1", None, "x"], [None, "2", None]]),
+    # \N inside a field is an escaped N, not NULL: the line-by-line parser.
+    (b"1\ta\\Nb\t\\N\n", [["1", "aNb", None]]),
+    # An empty field at the end, and an empty line in a one-column table is an empty string.
+    (b"1\t2\t\n", [["1", "2", ""]]),
+])
+def test_text_fast_and_slow_paths_agree_with_postgres(data, expected):
+    assert parse_rows(data, TEXT, COLS) == expected
+
+
+def test_text_empty_line_is_an_empty_field():
+    assert parse_rows(b"a\n\nb\n", TEXT, ["only"]) == [["a"], [""], ["b"]]
