@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tests.support import free_port
 
@@ -61,3 +63,18 @@ class PostgresServer:
         except subprocess.CalledProcessError:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextmanager
+def reference_postgres(settings: dict[str, str] | None = None) -> Iterator[PostgresServer]:
+    """A PostgreSQL 15 to compare sparkwire with, for a test module; skips the module when
+    the binaries are missing (scripts/install.sh installs them)."""
+    import pytest  # here: the benchmarks use this module without pytest
+
+    if not os.path.exists(f"{PG_BIN}/initdb"):
+        pytest.skip(f"PostgreSQL 15 is not installed ({PG_BIN}): scripts/install.sh installs it")
+    pg = PostgresServer(settings).start()
+    try:
+        yield pg
+    finally:
+        pg.stop()

@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.pgserver import PG_BIN, PostgresServer
+from tests.pgserver import PG_BIN, reference_postgres
 
 pytestmark = pytest.mark.slow
 
@@ -51,10 +51,7 @@ def objects(server):
 @pytest.fixture(scope="module")
 def postgres():
     """PostgreSQL 15 with the same objects, owned by a role named like ours."""
-    if not os.path.exists(f"{PG_BIN}/initdb"):
-        pytest.skip(f"PostgreSQL 15 is not installed ({PG_BIN}): scripts/install.sh installs it")
-    pg = PostgresServer().start()
-    try:
+    with reference_postgres() as pg:
         with psycopg.connect(pg.dsn, autocommit=True) as c:
             c.execute("CREATE ROLE materialize SUPERUSER LOGIN")
             c.execute("CREATE DATABASE materialize OWNER materialize")
@@ -63,8 +60,6 @@ def postgres():
             for sql in SETUP:
                 c.execute(sql)
         yield pg
-    finally:
-        pg.stop()
 
 
 def psql(port: int, command: str, *flags: str) -> str:

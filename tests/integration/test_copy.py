@@ -16,7 +16,7 @@ from decimal import Decimal
 import psycopg
 import pytest
 
-from tests.pgserver import PG_BIN, PostgresServer
+from tests.pgserver import PG_BIN, reference_postgres
 
 PSQL = shutil.which("psql") or f"{PG_BIN}/psql"
 TABLE = "CREATE TABLE cp (id int NOT NULL, name text, amount numeric(10,2), tags text[], flag boolean DEFAULT true)"
@@ -24,13 +24,8 @@ TABLE = "CREATE TABLE cp (id int NOT NULL, name text, amount numeric(10,2), tags
 
 @pytest.fixture(scope="module")
 def postgres():
-    if not os.path.exists(f"{PG_BIN}/initdb"):
-        pytest.skip(f"PostgreSQL 15 is not installed ({PG_BIN}): scripts/install.sh installs it")
-    pg = PostgresServer().start()
-    try:
+    with reference_postgres() as pg:
         yield pg
-    finally:
-        pg.stop()
 
 
 @pytest.fixture
