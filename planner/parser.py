@@ -307,7 +307,7 @@ def _update(s: Scanner) -> st.Update:
         raise SqlError(SYNTAX_ERROR, "syntax error in UPDATE")
     if tree.args.get("from_") or tree.args.get("from"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE ... FROM is not supported")
-    _refuse_unhandled(tree, "UPDATE", {"this", "expressions", "where", "from", "from_"})
+    _refuse_unhandled(tree, "UPDATE", {"this", "expressions", "where", "from", "from_", "returning"})
     assignments = []
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
@@ -315,8 +315,9 @@ def _update(s: Scanner) -> st.Update:
         assignments.append((_ident(eq.this), eq.expression))
     where = tree.args.get("where")
     alias = tree.this.alias or None
+    returning = tree.args.get("returning")
     return st.Update(table_name(tree.this), alias, tuple(assignments),
-                     where.this if where is not None else None)
+                     where.this if where is not None else None, tuple(returning.expressions) if returning else ())
 
 
 def _delete(s: Scanner) -> st.Delete:
@@ -325,10 +326,11 @@ def _delete(s: Scanner) -> st.Delete:
         raise SqlError(SYNTAX_ERROR, "syntax error in DELETE")
     if tree.args.get("using"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE ... USING is not supported")
-    _refuse_unhandled(tree, "DELETE", {"this", "where", "using"})
+    _refuse_unhandled(tree, "DELETE", {"this", "where", "using", "returning"})
     where = tree.args.get("where")
+    returning = tree.args.get("returning")
     return st.Delete(table_name(tree.this), tree.this.alias or None,
-                     where.this if where is not None else None)
+                     where.this if where is not None else None, tuple(returning.expressions) if returning else ())
 
 
 # -- hand-parsed statements ---------------------------------------------------------

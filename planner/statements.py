@@ -74,6 +74,7 @@ class Update(Statement):
     alias: str | None
     assignments: tuple[tuple[str, exp.Expression], ...]
     where: exp.Expression | None
+    returning: tuple[exp.Expression, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Delete(Statement):
     table: str
     alias: str | None
     where: exp.Expression | None
+    returning: tuple[exp.Expression, ...] = ()
 
 
 @dataclass(frozen=True)

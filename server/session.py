@@ -236,9 +236,9 @@ class Session:
         if isinstance(stmt, (st.ShowObjects, st.ShowColumns, st.ShowCreate, st.ShowVariable)):
             out = await self.execute(parsed)
             return out.names, out.types
-        if isinstance(stmt, st.Insert) and stmt.returning:
+        if isinstance(stmt, (st.Insert, st.Update, st.Delete)) and stmt.returning:
             item = self.coord.catalog.require(stmt.table)
-            columns = writes.returning_columns(item, stmt.returning)
+            columns = writes.returning_columns(item, stmt.returning, type(stmt).__name__.upper())
             return [name for name, _ in columns], [item.columns[pos].type for _, pos in columns]
         if not isinstance(stmt, st.Query):
             return None
@@ -326,7 +326,7 @@ class Session:
                 self._stage({item.id: updates})
             else:
                 await self.coord.commit_write({item.id: updates})
-            return self._inserted(item, updates, returning)
+            return self._returning(f"INSERT 0 {updates.num_rows}", item, updates, returning)
         positions = writes.target_columns(item, stmt.columns)
 
         async def work() -> dict[str, pa.Table]:
@@ -348,18 +348,22 @@ class Session:
 
         inserted: list[pa.Table] = []
         await self._with_write_lock(work)
-        return self._inserted(item, inserted[0], returning)
+        return self._returning(f"INSERT 0 {inserted[0].num_rows}", item, inserted[0], returning)
 
     @staticmethod
-    def _inserted(item: Item, updates: pa.Table, returning: list[tuple[str, int]] | None) -> Outcome:
-        tag = f"INSERT 0 {updates.num_rows}"
+    def _returning(tag: str, item: Item, updates: pa.Table, returning: list[tuple[str, int]] | None) -> Outcome:
+        """A write's outcome: its tag, and with RETURNING the rows it wrote (or deleted)."""
         if returning is None:
             return Outcome(tag)
         return Outcome(tag, [name for name, _ in returning], [item.columns[pos].type for _, pos in returning],
                        table=writes.returned_rows(updates, returning))
 
-    async def _change(self, item: Item, select: exp.Expression, params, ptypes, with_new: bool) -> int:
+    async def _change(self, item: Item, select: exp.Expression, params, ptypes,
+                      with_new: bool) -> tuple[int, pa.Table]:
+        """The rows changed, and the rows RETURNING reads: the new ones for UPDATE, the old
+        ones for DELETE."""
         count = 0
+        returned: list[pa.Table] = []
 
         async def work() -> dict[str, pa.Table]:
             nonlocal count
@@ -372,23 +376,26 @@ class Session:
             parts = [old]
             if with_new:
                 parts.append(writes.arrow_to_updates(item, result.table.select(list(range(k, 2 * k))), +1))
+            returned.append(parts[-1])
             updates = writes.concat_updates(parts)
             count = result.table.num_rows
             self._stage({item.id: updates})
             return {item.id: updates}
 
         await self._with_write_lock(work)
-        return count
+        return count, returned[0]
 
     async def _update(self, stmt: st.Update, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "update")
-        count = await self._change(item, writes.update_select(item, stmt), params, ptypes, True)
-        return Outcome(f"UPDATE {count}")
+        returning = writes.returning_columns(item, stmt.returning, "UPDATE") if stmt.returning else None
+        count, rows = await self._change(item, writes.update_select(item, stmt), params, ptypes, True)
+        return self._returning(f"UPDATE {count}", item, rows, returning)
 
     async def _delete(self, stmt: st.Delete, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "delete from")
-        count = await self._change(item, writes.delete_select(item, stmt), params, ptypes, False)
-        return Outcome(f"DELETE {count}")
+        returning = writes.returning_columns(item, stmt.returning, "DELETE") if stmt.returning else None
+        count, rows = await self._change(item, writes.delete_select(item, stmt), params, ptypes, False)
+        return self._returning(f"DELETE {count}", item, rows, returning)
 
     # -- DDL -----------------------------------------------------------------------
     def _no_ddl_in_transaction(self, what: str) -> None:

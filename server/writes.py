@@ -131,11 +131,11 @@ def _number_for(text: str, t: SqlType) -> object:
                    f"{'integer' if text.lstrip('-').isdigit() else 'numeric'}")
 
 
-def returning_columns(item: Item, returning: Sequence[exp.Expression]) -> list[tuple[str, int]]:
-    """INSERT ... RETURNING's output: (name, table column position) per output column.
+def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str = "INSERT") -> list[tuple[str, int]]:
+    """RETURNING's output: (name, table column position) per output column.
 
     Column names (optionally qualified by the table, aliased) and `*`; an expression
-    would need a query over the inserted rows, which is not supported."""
+    would need a query over the written rows, which is not supported."""
     from planner.parser import _ident
 
     out: list[tuple[str, int]] = []
@@ -153,7 +153,7 @@ def returning_columns(item: Item, returning: Sequence[exp.Expression]) -> list[t
                 raise SqlError(UNDEFINED_COLUMN, f'column "{name}" does not exist')
             out.append((alias or name, pos))
             continue
-        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... RETURNING takes column names and *, not an "
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} ... RETURNING takes column names and *, not an "
                                               f"expression such as {node.sql('postgres')}")
     return out
 

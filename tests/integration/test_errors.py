@@ -76,9 +76,10 @@ CASES = [
     ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING id + 1", "0A000", ["RETURNING", "id + 1"]),
     ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING nope", "42703", ['"nope"']),
     ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') ON CONFLICT DO NOTHING", "0A000", ["ON CONFLICT"]),
-    # Refused before anything is written (it was once carried out with the RETURNING dropped).
-    ("UPDATE items SET small = 1 RETURNING id", "0A000", ["UPDATE", "RETURNING"]),
-    ("DELETE FROM items RETURNING *", "0A000", ["DELETE", "RETURNING"]),
+    # Refused before anything is written.
+    ("UPDATE items SET small = 1 RETURNING id * 2", "0A000", ["UPDATE", "RETURNING", "id * 2"]),
+    ("DELETE FROM items RETURNING upper(name)", "0A000", ["DELETE", "RETURNING"]),
+    ("UPDATE items SET small = 1 WHERE id = 1 RETURNING nope", "42703", ['"nope"']),
     ("CREATE TABLE badtype (x frobnicator)", "42704", ['"frobnicator"']),
     ("INSERT INTO items (id, small) VALUES (3, 70000)", "22003", ["smallint"]),
     ("UPDATE items SET small = 70000 WHERE id = 1", "22003", ["70000"]),

@@ -757,3 +757,10 @@ def test_insert_returning_columns(server, conn):
     with pytest.raises(psycopg.errors.FeatureNotSupported, match="id \\* 2"):
         conn.execute("INSERT INTO ret (id) VALUES (99) RETURNING id * 2")
     assert conn.execute("SELECT count(*), count(*) FILTER (WHERE id = 99) FROM ret").fetchone() == (6, 0)
+    # UPDATE returns the new rows, DELETE the deleted ones.
+    cur = conn.execute("UPDATE ret SET amount = amount * 2 WHERE id IN (1, 2) RETURNING id, amount")
+    assert sorted(cur.fetchall()) == [(1, Decimal("2.02")), (2, Decimal("4.00"))] and cur.statusmessage == "UPDATE 2"
+    cur = conn.execute("DELETE FROM ret WHERE id >= %s RETURNING name, id", (12,), prepare=True)
+    assert sorted(cur.fetchall(), key=lambda r: r[1]) == [("bob", 12), (None, 20)]
+    assert cur.statusmessage == "DELETE 2"
+    assert conn.execute("SELECT count(*) FROM ret").fetchone() == (4,)
