@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner import statements as st
-from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, SqlError
 from planner.lexer import Scanner
-
-SYNTAX_ERROR_IN_OPTION = "42601"
 
 
 @dataclass(frozen=True)
@@ -110,10 +108,9 @@ def _option(s: Scanner, options: dict, name: str, modern: bool) -> None:
         options["format"] = name
         return
     if name not in _NAMES:
-        raise SqlError(SYNTAX_ERROR_IN_OPTION if modern else FEATURE_NOT_SUPPORTED,
-                       f'option "{name}" not recognized')
-    if name in options or name == "format" and "format" in options:
-        raise SqlError(SYNTAX_ERROR_IN_OPTION, "conflicting or redundant options")
+        raise SqlError(SYNTAX_ERROR if modern else FEATURE_NOT_SUPPORTED, f'option "{name}" not recognized')
+    if name in options:
+        raise SqlError(SYNTAX_ERROR, "conflicting or redundant options")
     if name == "header":
         options["header"] = _boolean(s) if modern else True
         return
@@ -127,7 +124,7 @@ def _option(s: Scanner, options: dict, name: str, modern: bool) -> None:
         s.accept("as")
     w = s.next()
     if w.kind != "string":
-        raise SqlError(SYNTAX_ERROR_IN_OPTION, f"COPY {name} needs a quoted string, not {w.raw}")
+        raise SqlError(SYNTAX_ERROR, f"COPY {name} needs a quoted string, not {w.raw}")
     options[name] = w.text
 
 

@@ -169,25 +169,17 @@ class Coordinator:
     async def _commit_group(self, group: list[tuple[dict[str, pa.Table], asyncio.Future]]) -> None:
         live = []
         for updates, future in group:
-            gone = next((cid for cid, t in updates.items() if t.num_rows and cid not in self.store.collections),
-                        None)
-            if gone is None:
+            dropped = self._dropped_while_running(updates)
+            if dropped is None:
                 live.append((updates, future))
             elif not future.done():
-                future.set_exception(SqlError(UNDEFINED_TABLE, f'relation "{self._dropped_names.get(gone, gone)}" '
-                                                               "does not exist: it was dropped while this statement ran"))
+                future.set_exception(dropped)
         by_table: dict[str, list[pa.Table]] = {}
         for updates, _ in live:
             for cid, table in updates.items():
                 by_table.setdefault(cid, []).append(table)
-        try:
-            merged = {cid: pa.concat_tables(tables) for cid, tables in by_table.items()}
-        except pa.ArrowInvalid:
-            # Writes to one table whose Arrow layouts differ (a NULL-only column typed apart,
-            # say) cannot be concatenated: commit them one by one rather than fail them.
-            for updates, future in live:
-                await self._commit_group_of_one(updates, future)
-            return
+        # Every write is in its table's storage layout, so a table's writes concatenate.
+        merged = {cid: pa.concat_tables(tables) for cid, tables in by_table.items()}
         try:
             ts = await self.commit([], merged) if live else 0
         except BaseException as exc:
@@ -201,27 +193,22 @@ class Coordinator:
             if not future.done():
                 future.set_result(ts)
 
-    async def _commit_group_of_one(self, updates: dict[str, pa.Table], future: asyncio.Future) -> None:
-        try:
-            ts = await self.commit([], updates)
-        except Exception as exc:  # noqa: BLE001 - the writer gets the error
-            if not future.done():
-                future.set_exception(exc)
-        else:
-            if not future.done():
-                future.set_result(ts)
+    def _dropped_while_running(self, updates: dict[str, pa.Table]) -> SqlError | None:
+        """A write checked its table before waiting for the lock, and a DROP TABLE that held
+        the lock may have removed it since: a record naming a gone collection would make
+        the log unreadable at the next start."""
+        gone = next((cid for cid, t in updates.items() if t.num_rows and cid not in self.store.collections), None)
+        if gone is None:
+            return None
+        return SqlError(UNDEFINED_TABLE, f'relation "{self._dropped_names.get(gone, gone)}" does not exist: '
+                                         "it was dropped while this statement ran")
 
     async def commit(self, catalog_ops: list[dict], updates: dict[str, pa.Table]) -> int:
         """Commit catalog changes and updates at one new timestamp. Hold `write_lock`."""
         assert self.write_lock.locked(), "commits are sequenced by the write lock"
-        # A write checked its table before waiting for the lock, and a DROP TABLE that held
-        # the lock may have removed it since: a record naming a gone collection would make
-        # the log unreadable at the next start.
-        gone = next((cid for cid, t in updates.items() if t.num_rows and cid not in self.store.collections), None)
-        if gone is not None:
-            name = self._dropped_names.get(gone, gone)
-            raise SqlError(UNDEFINED_TABLE, f'relation "{name}" does not exist: it was dropped while this '
-                                            "statement ran")
+        dropped = self._dropped_while_running(updates)
+        if dropped is not None:
+            raise dropped
         ts = self._next_ts()
         stamped = {cid: _stamp(t, ts) for cid, t in updates.items() if t.num_rows}
         loop = asyncio.get_running_loop()

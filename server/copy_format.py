@@ -1,9 +1,9 @@
-"""COPY ... FROM STDIN data → rows of field strings, in PostgreSQL's text and CSV formats.
+"""COPY ... FROM STDIN data → field strings, in PostgreSQL's text and CSV formats.
 
-Pure: bytes in, lists of `str | None` out (None for NULL). Turning the strings into
-typed values is the value codecs' job (each field goes through its column type's text
-input function, as in PostgreSQL). Errors carry the line number, as PostgreSQL's CONTEXT
-does (`COPY t, line 3`).
+Pure: bytes in, one Arrow string array per column out (NULL for NULL). Turning the
+strings into typed values is copy_load's job (each field as its column type's text input
+function reads it, as in PostgreSQL). Errors carry the line number, as PostgreSQL's
+CONTEXT does (`COPY t, line 3`).
 """
 
 from __future__ import annotations
@@ -161,9 +161,9 @@ def _text_rows(text: str, options: CopyOptions, columns: list[str]) -> ParsedCop
         rows.append(_fit(fields, columns, number, line))
         numbers.append(number)
         texts.append(line)
-    arrays = [pa.array(list(col), pa.string()) for col in zip(*rows)] if rows else \
-        [pa.array([], pa.string()) for _ in columns]
-    return ParsedCopy(arrays, numbers, texts)
+    if not rows:
+        return _no_rows(columns)
+    return ParsedCopy([pa.array(list(col), pa.string()) for col in zip(*rows)], numbers, texts)
 
 
 def _no_escapes(text: str, delimiter: str, null: str) -> bool:
@@ -182,22 +182,39 @@ def _no_escapes(text: str, delimiter: str, null: str) -> bool:
 def _plain_text_rows(text: str, options: CopyOptions, columns: list[str]) -> ParsedCopy | None:
     """Text-format data without escapes, split by Arrow's reader; None when a row does not
     fit (the line-by-line parser then says which, as PostgreSQL would)."""
-    names = [f"c{i}" for i in range(len(columns))]
-    skip = 1 if options.header else 0
     body = text.encode("utf-8")
-    if not body or body.count(b"\n") + (0 if body.endswith(b"\n") else 1) <= skip:
-        return ParsedCopy([pa.array([], pa.string()) for _ in columns], None, None)
+    if not body or _lines(body) <= (1 if options.header else 0):
+        return _no_rows(columns)
     parse = pa_csv.ParseOptions(delimiter=options.delimiter_char(), quote_char=False, double_quote=False,
                                 escape_char=False, newlines_in_values=False, ignore_empty_lines=False)
-    convert = pa_csv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                    null_values=[options.null_string()], strings_can_be_null=True)
-    read = pa_csv.ReadOptions(column_names=names, skip_rows=skip, block_size=1 << 24)
     try:
-        table = pa_csv.read_csv(io.BytesIO(body), read_options=read, parse_options=parse, convert_options=convert)
+        return _arrow_split(body, options, columns, parse, source=text)
     except pa.ArrowInvalid:
         return None
+
+
+def _lines(body: bytes) -> int:
+    return body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
+
+
+def _no_rows(columns: list[str]) -> ParsedCopy:
+    return ParsedCopy([pa.array([], pa.string()) for _ in columns], None, None)
+
+
+def _arrow_split(body: bytes, options: CopyOptions, columns: list[str], parse: pa_csv.ParseOptions,
+                 source: str | None = None) -> ParsedCopy:
+    """The data split by Arrow's CSV reader into one string array per column, NULL where a
+    field is the NULL string unquoted; pa.ArrowInvalid for a row that does not fit. Arrow
+    does not say where each row began: rows are numbered as if one per line."""
+    names = [f"c{i}" for i in range(len(columns))]
+    skip = 1 if options.header else 0
+    convert = pa_csv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                    null_values=[options.null_string()], strings_can_be_null=True,
+                                    quoted_strings_can_be_null=False)
+    read = pa_csv.ReadOptions(column_names=names, skip_rows=skip, block_size=1 << 24)
+    table = pa_csv.read_csv(io.BytesIO(body), read_options=read, parse_options=parse, convert_options=convert)
     return ParsedCopy([table.column(n).combine_chunks() for n in names], None, None, first_line=1 + skip,
-                      source=text)
+                      source=source)
 
 
 def _fit(fields: list[str | None], columns: list[str], line: int, text: str | None) -> list[str | None]:
@@ -219,21 +236,14 @@ def _csv_rows(text: str, options: CopyOptions, columns: list[str]) -> ParsedCopy
     if text.endswith("\\.\n") and (len(text) == 3 or text[-4] == "\n"):
         text = text[:-3]  # the end-of-data marker of old clients
     body = text.encode("utf-8")
-    skip = 1 if options.header else 0
-    if body.count(b"\n") + (0 if body.endswith(b"\n") else 1) <= skip or not body.strip():
-        return ParsedCopy([pa.array([], pa.string()) for _ in columns], None, None)
+    if not body.strip() or _lines(body) <= (1 if options.header else 0):
+        return _no_rows(columns)
     escape = options.escape if options.escape is not None else options.quote
-    names = [f"c{i}" for i in range(len(columns))]
     parse = pa_csv.ParseOptions(
         delimiter=options.delimiter_char(), quote_char=options.quote, double_quote=escape == options.quote,
-        escape_char=escape if escape != options.quote else False, newlines_in_values=True,
-        invalid_row_handler=None)
-    convert = pa_csv.ConvertOptions(
-        column_types={n: pa.string() for n in names}, null_values=[options.null_string()],
-        strings_can_be_null=True, quoted_strings_can_be_null=False)
-    read = pa_csv.ReadOptions(column_names=names, skip_rows=skip, block_size=1 << 24)
+        escape_char=escape if escape != options.quote else False, newlines_in_values=True)
     try:
-        table = pa_csv.read_csv(io.BytesIO(body), read_options=read, parse_options=parse, convert_options=convert)
+        return _arrow_split(body, options, columns, parse)
     except pa.ArrowInvalid as exc:
         found = _CSV_ROW_ERROR.search(str(exc))
         line, row = _csv_error_line(body, str(exc))
@@ -243,8 +253,6 @@ def _csv_rows(text: str, options: CopyOptions, columns: list[str]) -> ParsedCopy
             missing = columns[int(found.group(2))] if int(found.group(2)) < len(columns) else columns[-1]
             raise CopyDataError(BAD_COPY_FILE_FORMAT, f'missing data for column "{missing}"', line, row) from None
         raise CopyDataError(BAD_COPY_FILE_FORMAT, f"invalid CSV data: {exc}", line) from None
-    # pyarrow does not say where each row began: rows are numbered as if one per line.
-    return ParsedCopy([table.column(n).combine_chunks() for n in names], None, None, first_line=1 + skip)
 
 
 def _csv_error_line(body: bytes, message: str) -> tuple[int | None, str | None]:

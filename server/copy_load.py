@@ -61,8 +61,6 @@ def _column(item: Item, pos: int, texts: pa.Array, parsed: ParsedCopy, context: 
     column = item.columns[pos]
     t = column.type
     target = arrow_type(t)
-    if t.base.name == "text" and not t.is_array:
-        return texts
     if _castable(t):
         try:
             return pc.cast(texts, target)

@@ -159,15 +159,15 @@ def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str
 
 
 def returned_rows(updates: pa.Table, columns: list[tuple[str, int]]) -> pa.Table:
-    """The inserted rows' RETURNING columns, from the updates as stored (after rounding
+    """The written rows' RETURNING columns, from the updates as stored (after rounding
     and padding, as PostgreSQL returns them)."""
     table = updates.select([physical(pos) for _, pos in columns])
     return table.rename_columns([f"c{i}" for i in range(len(columns))])
 
 
 def default_values(item: Item, given: list[int], ctx: SessionContext) -> tuple[dict[int, object], dict[int, str]]:
-    """The DEFAULT of each column not in `given`, for a whole statement (COPY): the constant
-    ones' values, and the SQL of the others (now(), ...) for one evaluation in Spark, as
+    """The DEFAULT of each column not in `given`, for a whole statement: the constant ones'
+    values, and the SQL of the others (now(), ...) for one evaluation in Spark, as
     PostgreSQL evaluates them once per statement too."""
     from planner.parser import parse_one
 
@@ -191,6 +191,7 @@ def constant_rows(item: Item, stmt: st.Insert, ctx: SessionContext, params: dict
         return None
     targets = target_columns(item, stmt.columns)
     rows = []
+    defaults: tuple[dict[int, object], dict[int, str]] | None = None  # once, when a row needs one
     for tup in stmt.source.expressions:
         values = tup.expressions
         if len(values) > len(targets):
@@ -214,13 +215,11 @@ def constant_rows(item: Item, stmt: st.Insert, ctx: SessionContext, params: dict
             assigned.add(pos)
         for pos, column in enumerate(item.columns):
             if pos not in assigned and column.default is not None:
-                from planner.parser import parse_one
-
-                default = parse_one(f"SELECT {column.default}").statement.ast.expressions[0]
-                try:
-                    row[pos] = constant_value(default, column.type, ctx, params, param_types)
-                except NotConstant:
-                    return None
+                if defaults is None:
+                    defaults = default_values(item, [], ctx)
+                if pos in defaults[1]:
+                    return None  # a default Spark computes (now(), ...): the Spark path
+                row[pos] = defaults[0][pos]
         rows.append(row)
     return rows
 

@@ -375,13 +375,13 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
     with _handed_over(spark, store, raw) as records:
         decoded = _decoded(plan, records).selectExpr("*", f"{kid} AS __kid")
         seconds = {"to_spark": time.perf_counter() - started}
-        order = ", ".join({"timestamp": "__ts DESC", "offset": "__offset DESC"}[k] for k in target.order)
-        if "__offset DESC" not in order:
-            order += ", __offset DESC"
         part = f"`{key}`, __kid"
         try:
             decoded.createOrReplaceTempView(views["batch"])
             if "timestamp" in target.order:
+                order = ", ".join({"timestamp": "__ts DESC", "offset": "__offset DESC"}[k] for k in target.order)
+                if "__offset DESC" not in order:
+                    order += ", __offset DESC"
                 # Both windows share one partitioning by key: Spark shuffles the batch once.
                 winners = spark.sql(f"""
                     WITH marked AS (
