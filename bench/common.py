@@ -18,7 +18,33 @@ from tests.pgserver import PostgresServer
 from tests.support import ServerProcess
 
 __all__ = ["CursorSubscriber", "PostgresServer", "ServerProcess", "machine_note", "median",
-           "percentile", "report"]
+           "percentile", "report", "tree_cpu_seconds"]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by a process, its threads and every live
+    descendant (a server's JVM, a broker's children), read from /proc. Compare two readings
+    taken while the same processes live: a descendant that exits takes its figure along."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, ppid in parents.items():
+            if ppid == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(ticks.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], p: float) -> float:

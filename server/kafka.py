@@ -234,9 +234,9 @@ class KafkaTableRunner:
         else:
             result = await self.coord.engine.run(kafka.append_batch, plan, raw, target, self.coord.store)
             errors = result.errors
-        offsets = {}
-        for p, o in zip(raw.column("partition").to_pylist(), raw.column("offset").to_pylist()):
-            offsets[str(p)] = max(offsets.get(str(p), 0), o + 1)
+        last = raw.group_by("partition").aggregate([("offset", "max")])
+        offsets = {str(p): o + 1 for p, o in zip(last.column("partition").to_pylist(),
+                                                 last.column("offset_max").to_pylist())}
         details = {"source": {"offsets": offsets}}
         if errors:
             # A new error always overrides an old one; None (a later record or tombstone) heals.

@@ -237,6 +237,17 @@ class Target:
     def stored(self, source: str) -> int | None:
         return self.sources.index(source) if source in self.sources else None
 
+    def record_columns(self, plan: DecodePlan) -> list[str]:
+        """The decoded columns an upsert batch carries to each key's winner: a record's
+        timestamp and headers only when the table stores or orders by them (every column
+        rides along through the shuffle and the winner's pick)."""
+        meta = ["__tomb", "__err", "__key_raw", "__partition", "__offset"]
+        if "__ts" in self.sources or "timestamp" in self.order:
+            meta.append("__ts")
+        if "__headers" in self.sources:
+            meta.append("__headers")
+        return [*plan.key_columns, *plan.value_columns, *meta]
+
 
 @dataclass
 class BatchResult:
@@ -373,7 +384,8 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
     kid = "CAST(NULL AS BINARY)" if target.inline_errors else f"CASE WHEN `{key}` IS NULL THEN __key_raw END"
     started = time.perf_counter()
     with _handed_over(spark, store, raw) as records:
-        decoded = _decoded(plan, records).selectExpr("*", f"{kid} AS __kid")
+        decoded = _decoded(plan, records).selectExpr(*(f"`{c}`" for c in target.record_columns(plan)),
+                                                     f"{kid} AS __kid")
         seconds = {"to_spark": time.perf_counter() - started}
         part = f"`{key}`, __kid"
         try:
@@ -491,6 +503,8 @@ def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, 
 MAX_BATCH = 500_000
 MAX_BATCH_BYTES = 128 << 20
 _CONSUME_CHUNK = 50_000
+FILL_WAIT = 2.0  # seconds a batch may wait for records the broker is known to hold
+_FILL_SLACK = 1_000
 _NO_HEADERS = "[]"
 
 
@@ -555,14 +569,41 @@ class Consumer:
             return RAW_SCHEMA.empty_table()
         chunks = [self._records([first])]
         records, size = chunks[0].num_rows, chunks[0].nbytes
+        # Records the broker is known to hold beyond this one: while fewer than those have
+        # arrived, wait a little for the client's next fetch rather than cut the batch
+        # short (a 20-record batch costs the same Spark work as a full one). Offsets without
+        # a record (transaction markers, compaction) make this an overestimate: hence the
+        # slack, and the bounded wait.
+        waiting = min(max_records, 1 + self._backlog()) - _FILL_SLACK
+        deadline = time.monotonic() + FILL_WAIT
         while records < max_records and size < max_bytes:
-            more = self.consumer.consume(num_messages=min(_CONSUME_CHUNK, max_records - records), timeout=0)
+            wait = max(0.0, deadline - time.monotonic()) if records < waiting else 0
+            more = self.consumer.consume(num_messages=min(_CONSUME_CHUNK, max_records - records), timeout=wait)
             if not more:
                 break
             chunks.append(self._records(more))
             records += chunks[-1].num_rows
             size += chunks[-1].nbytes
         return pa.concat_tables(chunks)
+
+    def _backlog(self) -> int:
+        """Records past the consumer's position, by the high watermarks its fetches reported."""
+        from confluent_kafka import TopicPartition
+
+        total = 0
+        for tp in self.consumer.position([TopicPartition(self.topic, p) for p in sorted(self.partitions)]):
+            low, high = self.consumer.get_watermark_offsets(tp, cached=True)
+            if high < 0:  # not fetched from yet: one round trip
+                try:
+                    low, high = self.consumer.get_watermark_offsets(tp, timeout=1, cached=False)
+                except Exception as exc:  # noqa: BLE001 - unknown: the batch is not held for it
+                    log.debug("kafka watermark of partition %s unknown: %s", tp.partition, exc)
+                    continue
+            # A partition not read from yet has no position: it starts at its assigned offset.
+            start = tp.offset if tp.offset >= 0 else self.offsets.get(tp.partition, low)
+            if high >= 0 and start >= 0:
+                total += max(0, high - start)
+        return total
 
     def _records(self, msgs: list) -> pa.Table:
         good = [m for m in msgs if m.error() is None]

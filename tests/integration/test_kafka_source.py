@@ -353,6 +353,26 @@ def test_multi_partition_topic_and_progress(conn, broker):
     assert source_rows(conn)["multi_rows"][:2] == ("table", "running")
 
 
+def test_a_backlog_is_taken_in_full_batches(broker):
+    """A backlog is taken max_records at a time, across partitions, until it is drained: a
+    batch is not cut short while the broker holds more records than have arrived (the
+    client's prefetch is bounded to 1 MB here, so records keep arriving while it is taken)."""
+    from spark_backend.kafka_source import Consumer
+
+    broker.create_topic("backlog", 3)
+    value = b"v" * 1000
+    broker.send("backlog", *(rec(key=f"k{i}".encode(), value=value, partition=i % 3) for i in range(30_000)))
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "queued.max.messages.kbytes": 1024}, "backlog", {},
+                        timestamps=False, headers=False)
+    try:
+        consumer.refresh_partitions()
+        sizes = [consumer.poll(max_records=12_000).num_rows for _ in range(3)]
+        sizes.append(consumer.poll(max_records=12_000, timeout=0.5).num_rows)
+    finally:
+        consumer.close()
+    assert sizes == [12_000, 12_000, 6_000, 0]
+
+
 # -- formats and metadata ------------------------------------------------------------
 
 def test_formats_and_included_metadata(conn, broker):
