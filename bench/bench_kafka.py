@@ -90,6 +90,7 @@ def main() -> None:
         producer.flush()
         print(f"produced {args.messages:,} messages in {time.perf_counter() - start:.1f} s", flush=True)
         raw_before, raw_cpu = raw_consume_rate(bootstrap, "bench", args.messages, broker.pid)
+        consumer_cpu = sparkwire_consumer_cpu(bootstrap, "bench", args.messages)
         rates: dict[str, float] = {}
         keys: dict[str, int] = {}
         cpu: dict[str, tuple[float, float]] = {}
@@ -130,7 +131,7 @@ def main() -> None:
               f"{f'{raw_before:,.0f} / {raw_after:,.0f}':>14}")
         print(f"{'produce → SUBSCRIBE client p50 ms':<44} {percentile(lags, 50):>14.0f}")
         print(f"{'produce → SUBSCRIBE client p99 ms':<44} {percentile(lags, 99):>14.0f}")
-        print_cpu(raw_rate, raw_cpu, cpu, floor)
+        print_cpu(raw_rate, raw_cpu, consumer_cpu, cpu, floor)
         print(machine_note("done"), flush=True)
     finally:
         admin = producer = None  # their clients would keep calling the stopped broker
@@ -206,19 +207,35 @@ def raw_consume_rate(bootstrap: str, topic: str, total: int, broker_pid: int) ->
     return rate, per_message
 
 
+def sparkwire_consumer_cpu(bootstrap: str, topic: str, total: int) -> float:
+    """CPU per message (core-µs) of sparkwire's own consumer reading the topic into Arrow
+    batches (key, value, partition, offset), in this process, as a Kafka table's runner does."""
+    from spark_backend.kafka_source import Consumer as TableConsumer
+
+    consumer = TableConsumer({"bootstrap.servers": bootstrap}, topic, {}, timestamps=False, headers=False)
+    consumer.refresh_partitions()
+    own, got = _own_cpu_seconds(), 0
+    while got < total:
+        got += consumer.poll().num_rows
+    used = _own_cpu_seconds() - own
+    consumer.close()
+    return used / total * 1e6
+
+
 def _own_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-def print_cpu(raw_rate: float, raw_cpu: tuple[float, float], cpu: dict[str, tuple[float, float]],
-              floor: dict[str, tuple[float, float]] | None) -> None:
+def print_cpu(raw_rate: float, raw_cpu: tuple[float, float], consumer_cpu: float,
+              cpu: dict[str, tuple[float, float]], floor: dict[str, tuple[float, float]] | None) -> None:
     """CPU per message next to what 2 cores allow at half the raw rate: the goal's budget."""
     cores = os.cpu_count() or 1
     budget = cores / (0.5 * raw_rate) * 1e6
     print(f"CPU per message, core-µs (user + system, all threads and child processes); {cores} cores")
     print(f"{'  at 50% of the raw rate the machine has':<44} {budget:>14.2f}")
     print(f"{'  raw consumer / broker':<44} {f'{raw_cpu[0]:.2f} / {raw_cpu[1]:.2f}':>14}")
+    print(f"{'  sparkwire consumer alone (records to Arrow)':<44} {consumer_cpu:>14.2f}")
     for label, (server, broker) in cpu.items():
         print(f"{f'  sparkwire {label} (server + JVM) / broker':<44} {f'{server:.2f} / {broker:.2f}':>14}")
     for how, (_, used) in (floor or {}).items():
