@@ -989,9 +989,19 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f'Token "{name}" is invalid.')
 
 
+def _json_int(s: str) -> int | Decimal:
+    # int is several times cheaper than Decimal and prints as numeric_out does ("-0" as 0);
+    # past Python's int-to-text digit limit it cannot be printed back, so Decimal.
+    return int(s) if len(s) < 4000 else Decimal(s)
+
+
+# One decoder: json.loads with hooks builds a new one per call, which costs more than the parse.
+_JSON_DECODER = json.JSONDecoder(parse_float=Decimal, parse_int=_json_int, parse_constant=_reject_constant)
+
+
 def _json_load(s: str) -> Any:
     try:
-        return json.loads(s, parse_float=Decimal, parse_int=Decimal, parse_constant=_reject_constant)
+        return _JSON_DECODER.decode(s)
     except json.JSONDecodeError as e:
         raise SqlError("22P02", "invalid input syntax for type json",
                        detail=f"{e.msg} at character {e.pos + 1}.") from None
@@ -1016,6 +1026,8 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 def _jsonb_string(s: str) -> str:
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return '"' + s + '"'  # nothing to escape or reject: the common case
     if "\x00" in s:
         raise SqlError("22P05", "unsupported Unicode escape sequence",
                        detail="\\u0000 cannot be converted to text.")
@@ -1029,22 +1041,30 @@ def _jsonb_string(s: str) -> str:
 def _jsonb_text(v: Any) -> str:
     """jsonb_out of a parsed document: keys ordered by (byte length, bytes),
     last duplicate wins, ", " and ": " separators, numbers as numeric_out."""
+    if isinstance(v, str):
+        return _jsonb_string(v)
     if v is None:
         return "null"
     if v is True:
         return "true"
     if v is False:
         return "false"
+    if isinstance(v, int):
+        return str(v)
     if isinstance(v, Decimal):
         s = format(v, "f")
         return s[1:] if v.is_zero() and s.startswith("-") else s
-    if isinstance(v, str):
-        return _jsonb_string(v)
     if isinstance(v, list):
         return "[" + ", ".join(_jsonb_text(x) for x in v) + "]"
-    items = sorted(((k.encode("utf-8", "surrogatepass"), k, x) for k, x in v.items()),
-                   key=lambda kv: (len(kv[0]), kv[0]))
-    return "{" + ", ".join(f"{_jsonb_string(k)}: {_jsonb_text(x)}" for _, k, x in items) + "}"
+    items = sorted(v.items(), key=_jsonb_key_order) if len(v) > 1 else v.items()
+    return "{" + ", ".join(f"{_jsonb_string(k)}: {_jsonb_text(x)}" for k, x in items) + "}"
+
+
+def _jsonb_key_order(item: tuple[str, Any]) -> tuple[int, str]:
+    # By UTF-8 length, then bytes: code point order is UTF-8 byte order (a lone surrogate,
+    # the exception, is rejected when the key is written).
+    key = item[0]
+    return (len(key) if key.isascii() else len(key.encode("utf-8", "surrogatepass")), key)
 
 
 def _jsonb_normalize(s: str) -> str:

@@ -89,6 +89,29 @@ def test_copy_from_stdin_like_postgres(both, sql, chunks):
     ours.execute("SELECT 1")  # the session is still usable
 
 
+JSON_DOCUMENTS = [
+    r'{"n": 123456}', r'{"b": 1, "a": 2, "aa": 3, "": 4, "\u00e9": 5, "zz": 6, "\ud83d\ude00": 7}',
+    r'{"a": 1, "a": 2}', r'[1.50, 1e2, 1E-2, -0, -0.0, 0.000, 12345678901234567890123, 1.0e+20]',
+    r'"tab\tquote\"back\\slash\u0001\u001f\u007f/"', r'"\u00e9\u4e2d\ud83d\ude00"', '"é中 raw"',
+    r'{"nested": {"z": [true, false, null], "y": {}}, "list": [[], {}]}', '  "padded"  ', 'null', 'true',
+    r'"\u0000"', r'"\ud800"', '{"a": }', '[1, 2', 'NaN', '{"a": 1} x',
+]
+
+
+@pytest.mark.parametrize("doc", JSON_DOCUMENTS, ids=[f"j{i}" for i in range(len(JSON_DOCUMENTS))])
+def test_jsonb_input_like_postgres(server, postgres, doc):
+    """jsonb's input function: the stored text (key order, numbers, escapes) or the error."""
+    results = []
+    for dsn in (server.dsn, postgres.dsn):
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("DROP TABLE IF EXISTS js")
+            c.execute("CREATE TABLE js (d jsonb)")
+            error = copy_in(c, "COPY js FROM STDIN (FORMAT csv, QUOTE '|')", [doc.encode() + b"\n"])
+            stored = c.execute("SELECT d::text FROM js").fetchall()
+            results.append((error[:2] if error else None, stored))
+    assert results[0] == results[1]
+
+
 @pytest.mark.parametrize("sql", [
     "COPY cp FROM STDIN (FORMAT xml)",
     "COPY cp FROM STDIN (FROBNICATE true)",
