@@ -383,7 +383,13 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
     # such record keeps its own error; with INLINE errors it is one NULL key like any other.
     kid = "CAST(NULL AS BINARY)" if target.inline_errors else f"CASE WHEN `{key}` IS NULL THEN __key_raw END"
     started = time.perf_counter()
+    small = raw.num_rows <= SMALL_BATCH
     with _handed_over(spark, store, raw) as records:
+        if small:
+            # A few records (what a lone new record is): one partition, so that neither the
+            # winners' aggregation nor the netting of stored rows nor the join needs a
+            # shuffle, and the batch is one Spark stage rather than a job per exchange.
+            records = records.coalesce(1)
         decoded = _decoded(plan, records).selectExpr(*(f"`{c}`" for c in target.record_columns(plan)),
                                                      f"{kid} AS __kid")
         seconds = {"to_spark": time.perf_counter() - started}
@@ -425,7 +431,7 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
             winners.createOrReplaceTempView(views["winners"])
             kpos = target.stored(key)
             stored_df = _stored_rows(spark, store, target, as_of, keys.select(F.col(f"`{key}`").alias("__k")), kpos,
-                                     raw.num_rows)
+                                     raw.num_rows, batch_keys(plan, raw) if small else None)
             stored_df.createOrReplaceTempView(views["stored"])
             is_err = "false" if target.inline_errors else "w.__err IS NOT NULL"
             pairs = []
@@ -450,7 +456,7 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
                            __is_err OR {unstored} AS __event,
                            __is_err, `{key}` AS __key, __key_raw, __err, __partition, __offset
                     FROM (
-                        SELECT w.*, p.*, {is_err} AS __is_err, p.__present IS NOT NULL AS __has_stored,
+                        SELECT {'/*+ SHUFFLE_HASH(p) */' if small else ''} w.*, p.*, {is_err} AS __is_err, p.__present IS NOT NULL AS __has_stored,
                                {is_err} OR p.__present IS NULL OR w.__after_error OR {_newer(pairs)} AS __wins
                         FROM {views['winners']} w LEFT JOIN {views['stored']} p ON w.`{key}` <=> p.__o{kpos})
                 ) WHERE __retract OR __insert OR __event""").toArrow()
@@ -477,24 +483,46 @@ def _newer(pairs: list[tuple[str, str]]) -> str:
 
 
 def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, keys: DataFrame, kpos: int,
-                 batch_records: int) -> DataFrame:
+                 batch_records: int, key_values: list | None = None) -> DataFrame:
     """The table's rows at `as_of` whose key (column `kpos`) is in `keys`, as columns
     __o0, __o1, ... and __present.
 
     Read through the same changelog as queries. When the batch is small next to the
     table, the batch's keys are applied before retractions are netted out, so the cost
     follows the rows of those keys; a batch about as large as the table reads it all
-    (broadcasting its keys would cost more than the rows it could skip)."""
+    (broadcasting its keys would cost more than the rows it could skip). `key_values`,
+    the keys of a small batch decoded beforehand, filter the rows as literals instead,
+    read as one partition (see upsert_batch)."""
     snapshot = store.files(target.collection_id, as_of)
     changes = changes_df(spark, store, target.collection_id, list(target.types), as_of, snapshot=snapshot)
     cols = [physical(i) for i in range(len(target.types))]
     mine = changes
-    if batch_records * RESTRICT_RATIO < sum(f.rows for f in snapshot[0]):
+    if key_values is not None:
+        column = F.col(physical(kpos))
+        known = [k for k in key_values if k is not None]
+        wanted = column.isin(known) if known else F.lit(False)
+        if len(known) < len(key_values):
+            wanted = wanted | column.isNull()
+        mine = changes.where(wanted).coalesce(1)
+    elif batch_records * RESTRICT_RATIO < sum(f.rows for f in snapshot[0]):
         mine = changes.join(F.broadcast(keys), changes[physical(kpos)].eqNullSafe(keys["__k"]), "left_semi")
     if has_retractions(store, target.collection_id, as_of, None, snapshot[0]):
         mine = mine.groupBy(*cols).agg(F.sum(DIFF).alias("__n")).where("__n > 0")
     return mine.select(*[F.col(c).alias(f"__o{i}") for i, c in enumerate(cols)], F.lit(True).alias("__present"))
 
+
+def batch_keys(plan: DecodePlan, raw: pa.Table) -> list:
+    """A batch's distinct keys as Spark decodes them (None for one that cannot be decoded)."""
+    out = set()
+    for data in set(raw.column("key").to_pylist()):
+        try:
+            out.add(decode_value(plan.key_format, data)[0] if data is not None else None)
+        except ValueError:
+            out.add(None)
+    return list(out)
+
+
+SMALL_BATCH = 1_000  # records; see upsert_batch
 
 # Records in one Spark batch when there is a backlog: a batch's Spark jobs have a fixed
 # cost of about a second here, so larger batches go faster (bench_kafka: 2e5-record

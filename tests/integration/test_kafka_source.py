@@ -618,6 +618,24 @@ def test_order_against_persisted_rows(conn, broker):
     wait_rows(conn, "SELECT key, text, o FROM vsp WHERE key = 'a'", [("a", "back", 11)])
 
 
+def test_later_batches_replace_stored_rows_for_each_key_format(conn, broker):
+    """A batch finds the stored row of each of its keys, whatever the key format: BYTES,
+    and JSON keys written differently (spacing, key order) that are the same jsonb."""
+    broker.create_topic("kf")
+    conn.execute("CREATE SOURCE kf FROM KAFKA CONNECTION kafka (TOPIC 'kf')")
+    conn.execute("CREATE TABLE kf_bytes FROM SOURCE kf (REFERENCE kf) KEY FORMAT BYTES VALUE FORMAT TEXT "
+                 "ENVELOPE UPSERT")
+    conn.execute("CREATE TABLE kf_json FROM SOURCE kf (REFERENCE kf) KEY FORMAT JSON VALUE FORMAT TEXT "
+                 "ENVELOPE UPSERT")
+    broker.send("kf", rec(key=b'{"id": 1, "r": "x"}', value=b"v1"), rec(key=b"[2]", value=b"w1"))
+    wait_rows(conn, "SELECT text FROM kf_json ORDER BY 1", [("v1",), ("w1",)])
+    wait_rows(conn, "SELECT text FROM kf_bytes ORDER BY 1", [("v1",), ("w1",)])
+    broker.send("kf", rec(key=b'{"r":"x","id":1}', value=b"v2"), rec(key=b"[2]", value=None))
+    wait_rows(conn, "SELECT key, text FROM kf_json", [({"id": 1, "r": "x"}, "v2")])
+    wait_rows(conn, "SELECT key, text FROM kf_bytes ORDER BY text", [(b'{"id": 1, "r": "x"}', "v1"),
+                                                                     (b'{"r":"x","id":1}', "v2")])
+
+
 # -- the issue's example ------------------------------------------------------------------
 
 def test_issue_example_with_subscribe(conn, node, broker):
