@@ -84,7 +84,7 @@ class SwapTables(st.Statement):
 _CONNECTION_OPTIONS = {
     "postgres": {"host", "port", "user", "password", "database", "ssl mode"},
     "kafka": {"broker", "brokers", "security protocol", "sasl mechanisms", "sasl username",
-              "sasl password", "ssl certificate authority", "progress topic"},
+              "sasl password", "ssl certificate authority", "ssl certificate", "ssl key", "progress topic"},
 }
 
 

@@ -489,15 +489,20 @@ class SourceManager:
 
     # -- Kafka ---------------------------------------------------------------------
     def kafka_config(self, connection: Item) -> dict:
+        """The confluent-kafka client settings of a Kafka connection, its secrets resolved."""
         opts = connection.details["options"]
+        secret_options = set(connection.details.get("secret_options", _SECRET_ONLY))
         config: dict[str, object] = {"bootstrap.servers": opts.get("broker") or opts.get("brokers")}
-        names = {"security protocol": "security.protocol", "sasl mechanisms": "sasl.mechanisms",
-                 "sasl username": "sasl.username", "ssl certificate authority": "ssl.ca.location"}
-        for option, key in names.items():
-            if option in opts:
-                config[key] = opts[option]
-        if "sasl password" in opts:
-            config["sasl.password"] = self.coord.catalog.items[opts["sasl password"]].details["value"]
+        for option, key in KAFKA_CLIENT_OPTIONS.items():
+            if option not in opts:
+                continue
+            value = opts[option]
+            if option in secret_options:  # stored as the secret's id (see create_connection)
+                secret = self.coord.catalog.items.get(value)
+                if secret is None:
+                    raise SqlError(UNDEFINED_OBJECT, f'the secret of connection "{connection.name}" was dropped')
+                value = secret.details["value"]
+            config[key] = value
         return config
 
     async def check_kafka(self, connection: Item) -> None:
@@ -590,6 +595,32 @@ async def create_secret(session, stmt: srcs.CreateSecret, params, ptypes):
     return Outcome("CREATE SECRET")
 
 
+# Materialize's Kafka connection options and the librdkafka settings they become. The SSL
+# options hold PEM text (or a secret holding it), as in Materialize, not file paths.
+KAFKA_CLIENT_OPTIONS = {
+    "security protocol": "security.protocol", "sasl mechanisms": "sasl.mechanisms",
+    "sasl username": "sasl.username", "sasl password": "sasl.password",
+    "ssl certificate authority": "ssl.ca.pem", "ssl certificate": "ssl.certificate.pem", "ssl key": "ssl.key.pem",
+}
+_SECRET_ONLY = {"password", "sasl password", "ssl key"}
+_KAFKA_CHOICES = {
+    "security protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    "sasl mechanisms": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+}
+
+
+def _check_kafka_options(options: dict[str, object]) -> None:
+    for name, allowed in _KAFKA_CHOICES.items():
+        if name in options:
+            value = str(options[name]).upper()
+            if value not in allowed:
+                raise SqlError(INVALID_PARAMETER_VALUE, f"invalid {name.upper()} {options[name]!r}: expected one of "
+                                                        f"{', '.join(allowed)}")
+            options[name] = value
+    if ("ssl certificate" in options) != ("ssl key" in options):
+        raise SqlError(INVALID_PARAMETER_VALUE, "SSL CERTIFICATE and SSL KEY must be given together")
+
+
 async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes):
     from server.session import Outcome
 
@@ -599,17 +630,22 @@ async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes
         return Outcome("CREATE CONNECTION", notices=[("NOTICE", f'connection "{stmt.name}" already exists, skipping')])
     options: dict[str, object] = {}
     depends: list[str] = []
+    secret_options: list[str] = []
     for name, value in stmt.options:
         if isinstance(value, tuple) and value[0] == "secret":
+            secret_options.append(name)
             secret = coord.catalog.require(value[1], "secret") if coord.catalog.get(value[1]) else None
             if secret is None:
                 raise SqlError(UNDEFINED_OBJECT, f'unknown secret "{value[1]}"')
             options[name] = secret.id
             depends.append(secret.id)
-        elif name == "password":
-            raise SqlError(INVALID_PARAMETER_VALUE, "PASSWORD must name a secret: PASSWORD SECRET name")
+        elif name in _SECRET_ONLY:
+            raise SqlError(INVALID_PARAMETER_VALUE,
+                           f"{name.upper()} must name a secret: {name.upper()} SECRET name")
         else:
             options[name] = value
+    if stmt.connector == "kafka":
+        _check_kafka_options(options)
     if stmt.connector == "postgres":
         for required in ("host", "user"):
             if required not in options:
@@ -618,7 +654,7 @@ async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes
             raise SqlError(INVALID_PARAMETER_VALUE, f"invalid PORT {options['port']!r}: expected a number")
     item = Item(coord.catalog.allocate_id(), stmt.name, "connection", (), coord.read_ts(),
                 sql=_connection_sql(stmt), depends_on=tuple(depends),
-                details={"connector": stmt.connector, "options": options})
+                details={"connector": stmt.connector, "options": options, "secret_options": secret_options})
     if stmt.validate and stmt.connector == "postgres":
         await asyncio.to_thread(pg.check_connection, session.server_sources.params_for(item))
     elif stmt.validate and stmt.connector == "kafka":

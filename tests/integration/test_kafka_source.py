@@ -39,6 +39,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support import ServerProcess, free_port, metric
+from tests.tls_proxy import Certificates, TlsProxy
 
 NOIDA = Path(sys.executable).parent / "noida-db"
 DISTINCT_RECORDS = "count(DISTINCT CAST(partition AS TEXT) || '/' || CAST(\"offset\" AS TEXT))"
@@ -308,6 +309,61 @@ def test_connection_is_checked_on_creation(conn, broker):
                  "SECURITY PROTOCOL = 'PLAINTEXT')")
     with pytest.raises(psycopg.Error, match="(?i)unrecognized CONNECTION option"):
         conn.execute(f"CREATE CONNECTION kbad TO KAFKA (BROKER '{broker.bootstrap}', FLAVOR 'x')")
+
+
+def test_tls_and_client_certificates_reach_the_broker(conn, broker):
+    """SSL options hold PEM text or secrets, as in Materialize, and the connection check
+    makes a real TLS handshake: server verification against the CA given, and a client
+    certificate when the broker asks for one (a TLS proxy in front of the test broker)."""
+    certs = Certificates()
+    proxies = [TlsProxy(("127.0.0.1", broker.port), certs, require_client_cert=need) for need in (False, True)]
+    plain, mutual = proxies
+    try:
+        conn.execute(f"CREATE SECRET tls_key AS '{certs.pem('client.key')}'")
+        ca = certs.pem("ca.crt")
+        conn.execute(f"CREATE CONNECTION k_tls TO KAFKA (BROKER '{plain.address}', SECURITY PROTOCOL 'ssl', "
+                     f"SSL CERTIFICATE AUTHORITY '{ca}')")
+        assert plain.clients == [None] * len(plain.clients) and plain.clients
+        conn.execute(f"CREATE SECRET tls_ca AS '{ca}'")
+        conn.execute(f"CREATE CONNECTION k_mtls TO KAFKA (BROKER '{mutual.address}', SECURITY PROTOCOL 'SSL', "
+                     f"SSL CERTIFICATE AUTHORITY SECRET tls_ca, SSL CERTIFICATE '{certs.pem('client.crt')}', "
+                     "SSL KEY SECRET tls_key)")
+        assert mutual.clients and set(mutual.clients) == {"sparkwire"}
+        # The broker's certificate is not signed by the CA given: refused, naming the broker.
+        with pytest.raises(psycopg.Error) as exc:
+            conn.execute(f"CREATE CONNECTION k_wrong_ca TO KAFKA (BROKER '{plain.address}', "
+                         f"SECURITY PROTOCOL 'SSL', SSL CERTIFICATE AUTHORITY '{certs.pem('other_ca.crt')}')")
+        assert exc.value.sqlstate == "08006" and plain.address in str(exc.value)
+        # The broker asks for a client certificate and none is given.
+        failures = len(mutual.failures)
+        with pytest.raises(psycopg.Error) as exc:
+            conn.execute(f"CREATE CONNECTION k_no_cert TO KAFKA (BROKER '{mutual.address}', "
+                         f"SECURITY PROTOCOL 'SSL', SSL CERTIFICATE AUTHORITY '{ca}')")
+        assert exc.value.sqlstate == "08006" and len(mutual.failures) > failures
+        # Bad options are refused before anything is contacted.
+        bad = {
+            "SECURITY PROTOCOL 'TLS'": "invalid SECURITY PROTOCOL 'TLS': expected one of PLAINTEXT, SSL",
+            "SASL MECHANISMS 'GSSAPI'": "invalid SASL MECHANISMS 'GSSAPI'",
+            "SSL KEY 'inline'": "SSL KEY must name a secret",
+            "SASL PASSWORD 'inline'": "SASL PASSWORD must name a secret",
+            "SSL KEY SECRET tls_key": "SSL CERTIFICATE and SSL KEY must be given together",
+            "SSL KEY SECRET no_such_secret": 'unknown secret "no_such_secret"',
+        }
+        for option, message in bad.items():
+            with pytest.raises(psycopg.Error) as exc:
+                conn.execute(f"CREATE CONNECTION k_bad TO KAFKA (BROKER '{plain.address}', {option})")
+            assert message in str(exc.value), (option, str(exc.value))
+            assert exc.value.sqlstate in ("22023", "42704"), (option, exc.value.sqlstate)
+        names = [r[0] for r in conn.execute("SHOW CONNECTIONS").fetchall()]
+        assert "k_tls" in names and "k_mtls" in names and not {"k_wrong_ca", "k_no_cert", "k_bad"} & set(names)
+        for name in ("k_tls", "k_mtls"):
+            conn.execute(f"DROP CONNECTION {name}")
+        for name in ("tls_key", "tls_ca"):
+            conn.execute(f"DROP SECRET {name}")
+    finally:
+        for proxy in proxies:
+            proxy.close()
+        certs.cleanup()
 
 
 def test_source_needs_an_existing_topic(conn, broker):
