@@ -447,6 +447,8 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
                 pairs.append((incoming, persisted))
             width = len(target.types)
             unstored = "NOT __has_stored" if keys_in_error else "false"
+            # One partition on both sides: a hash join needs no exchange, a broadcast would.
+            hint = "/*+ SHUFFLE_HASH(p) */" if small else ""
             result = spark.sql(f"""
                 SELECT * FROM (
                     SELECT {', '.join(f'{target.column_sql(i)} AS __n{i}' for i in range(width))},
@@ -456,7 +458,7 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
                            __is_err OR {unstored} AS __event,
                            __is_err, `{key}` AS __key, __key_raw, __err, __partition, __offset
                     FROM (
-                        SELECT {'/*+ SHUFFLE_HASH(p) */' if small else ''} w.*, p.*, {is_err} AS __is_err, p.__present IS NOT NULL AS __has_stored,
+                        SELECT {hint} w.*, p.*, {is_err} AS __is_err, p.__present IS NOT NULL AS __has_stored,
                                {is_err} OR p.__present IS NULL OR w.__after_error OR {_newer(pairs)} AS __wins
                         FROM {views['winners']} w LEFT JOIN {views['stored']} p ON w.`{key}` <=> p.__o{kpos})
                 ) WHERE __retract OR __insert OR __event""").toArrow()
