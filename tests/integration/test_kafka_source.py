@@ -830,6 +830,61 @@ def test_value_decoding_errors_inline(conn, broker):
     assert rows[1][0] == "k2" and rows[1][1] is None and "invalid JSON" in rows[1][2], rows
 
 
+def test_large_batches_follow_the_same_rules(conn, broker):
+    """Batches of more than SMALL_BATCH records take another Spark plan (a shuffle per step
+    instead of one partition): decode errors, healing, tombstones, ORDER BY (ts, o) within
+    the batch and against the stored rows, and INLINE errors behave as in small batches. The
+    interesting records come after 1,500 others in the same send, so they are in a large batch."""
+    from spark_backend.kafka_source import SMALL_BATCH
+
+    filler_count = SMALL_BATCH + 500
+    broker.create_topic("bigb")
+
+    def send(round_: int, t: int, *records: dict) -> None:
+        filler = [rec(key=f"f{i}".encode(), value=f'{{"i": {round_ * 10_000 + i}}}'.encode(), timestamp=t)
+                  for i in range(filler_count)]
+        broker.send("bigb", *filler, *records)
+
+    send(1, 1000,
+         rec(key=b"a", value=b'{"v": 1}', timestamp=500),
+         rec(key=b"b", value=b"{bad", timestamp=500),
+         rec(key=b"c", value=b'{"v": 1}', timestamp=500),
+         rec(key=b"c", value=None, timestamp=600),            # a tombstone in the same batch
+         rec(key=b"d", value=b'{"v": 1}', timestamp=900),
+         rec(key=b"d", value=b'{"v": 2}', timestamp=800))     # later offset, older timestamp
+    conn.execute("CREATE SOURCE bigb FROM KAFKA CONNECTION kafka (TOPIC 'bigb')")
+    formats = "KEY FORMAT TEXT VALUE FORMAT JSON"
+    conn.execute(f"CREATE TABLE big_plain FROM SOURCE bigb (REFERENCE bigb) {formats} ENVELOPE UPSERT")
+    conn.execute(f"CREATE TABLE big_ord FROM SOURCE bigb (REFERENCE bigb) {formats} INCLUDE TIMESTAMP AS ts, "
+                 "OFFSET AS o ENVELOPE UPSERT (ORDER BY (ts, o))")
+    conn.execute(f"CREATE TABLE big_inline FROM SOURCE bigb (REFERENCE bigb) {formats} "
+                 "ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)")
+    for table in ("big_plain", "big_ord"):
+        wait_error(conn, f"SELECT * FROM {table}", "'b'", f"offset {filler_count + 1}")
+    wait_rows(conn, "SELECT key, data, error IS NOT NULL FROM big_inline WHERE key NOT LIKE 'f%' ORDER BY key",
+              [("a", {"v": 1}, False), ("b", None, True), ("d", {"v": 2}, False)])
+    wait_rows(conn, "SELECT count(*), min(data->>'i'), max(data->>'i') FROM big_inline WHERE key LIKE 'f%'",
+              [(filler_count, "10000", str(10_000 + filler_count - 1))])
+
+    send(2, 2000,
+         rec(key=b"b", value=b'{"v": 3}', timestamp=100),      # heals b, older or not
+         rec(key=b"a", value=b'{"v": 0}', timestamp=400),      # older than a's stored 500
+         rec(key=b"d", value=b"[1,", timestamp=950))           # d in error
+    for table in ("big_plain", "big_ord"):
+        err = wait_error(conn, f"SELECT * FROM {table}", "'d'")
+        assert "'b'" not in str(err) and "(and" not in str(err), str(err)
+    send(3, 3000, rec(key=b"d", value=None, timestamp=960))     # a tombstone heals d
+    wait_rows(conn, "SELECT key, data FROM big_plain WHERE key NOT LIKE 'f%' ORDER BY key",
+              [("a", {"v": 0}), ("b", {"v": 3})])
+    wait_rows(conn, "SELECT key, data FROM big_ord WHERE key NOT LIKE 'f%' ORDER BY key",
+              [("a", {"v": 1}), ("b", {"v": 3})])
+    wait_rows(conn, "SELECT key, data, error FROM big_inline WHERE key NOT LIKE 'f%' ORDER BY key",
+              [("a", {"v": 0}, None), ("b", {"v": 3}, None)])
+    for table in ("big_plain", "big_ord", "big_inline"):
+        wait_rows(conn, f"SELECT count(*), min(data->>'i'), max(data->>'i') FROM {table} WHERE key LIKE 'f%'",
+                  [(filler_count, "30000", str(30_000 + filler_count - 1))])
+
+
 # -- failures: broker outage, kill -9 --------------------------------------------------------
 
 def test_broker_outage_stalls_then_resumes_without_loss(conn, broker):
