@@ -202,15 +202,58 @@ def decode_side(fmt: tuple[str, int], width: int, raw: pa.Array) -> pa.StructArr
     return pa.StructArray.from_arrays([*arrays, err], names=[*(f"c{i}" for i in range(width)), "err"])
 
 
-def _decoder_udf(plan: DecodePlan, side: str):
-    """An Arrow UDF decoding one raw column: only that column travels to Python and back."""
+def check_side(fmt: tuple[str, int], width: int, raw: pa.Array) -> pa.StructArray:
+    """`decode_side`'s errors without its values (all NULL): whether each record decodes,
+    for records that only take part in choosing a key's winner. JSON only: parsing tells
+    whether PostgreSQL's jsonb input accepts a document, and writing its canonical text
+    (what costs most) is left to the winners. What parsing misses, a \\u0000 or a lone
+    surrogate in a string (which needs a \\u escape) and nesting too deep to write back,
+    sends a document through the full decoder."""
+    errors: list[str | None] = []
+    for data in raw.to_pylist():
+        error = None
+        if data is not None:
+            try:
+                text = data.decode("utf-8")
+                if "\\u" in text or text.count("[") + text.count("{") > _CHECK_NESTING:
+                    _decode_jsonb(data)
+                else:
+                    _json_check(text)
+            except Exception:  # noqa: BLE001 - the full decoder words the error
+                try:
+                    decode_value(fmt, data)
+                except ValueError as exc:
+                    error = str(exc)
+        errors.append(error)
+    nulls = [pa.nulls(len(raw), pa.string()) for _ in range(width)]
+    return pa.StructArray.from_arrays([*nulls, pa.array(errors, pa.string())],
+                                      names=[*(f"c{i}" for i in range(width)), "err"])
+
+
+def _json_check(text: str) -> None:
+    global _json_checker
+    if _json_checker is None:
+        from server.values import _JSON_DECODER
+
+        _json_checker = _JSON_DECODER.decode
+    _json_checker(text)
+
+
+_json_checker: Callable[[str], object] | None = None
+_CHECK_NESTING = 100  # brackets in a document past which check_side decodes it in full
+
+
+def _decoder_udf(plan: DecodePlan, side: str, check_only: bool = False):
+    """An Arrow UDF decoding one raw column: only that column travels to Python and back.
+    `check_only`: only each record's error (see check_side)."""
     from pyspark.sql.functions import arrow_udf
 
     fmt = plan.key_format if side == "key" else plan.value_format
     width = len(plan.key_columns if side == "key" else plan.value_columns)
+    work = check_side if check_only else decode_side
 
     def decode(raw: pa.Array) -> pa.Array:
-        return decode_side(fmt, width, raw)
+        return work(fmt, width, raw)
 
     return arrow_udf(decode, plan.udf_type(side))
 
@@ -237,11 +280,12 @@ class Target:
     def stored(self, source: str) -> int | None:
         return self.sources.index(source) if source in self.sources else None
 
-    def record_columns(self, plan: DecodePlan) -> list[str]:
+    def record_columns(self, plan: DecodePlan, raw_value: bool = False) -> list[str]:
         """The decoded columns an upsert batch carries to each key's winner: a record's
         timestamp and headers only when the table stores or orders by them (every column
-        rides along through the shuffle and the winner's pick)."""
-        meta = ["__tomb", "__err", "__key_raw", "__partition", "__offset"]
+        rides along through the shuffle and the winner's pick), and the raw value when it
+        is decoded only for the winners."""
+        meta = ["__tomb", "__err", "__key_raw", "__partition", "__offset", *(["__value_raw"] if raw_value else [])]
         if "__ts" in self.sources or "timestamp" in self.order:
             meta.append("__ts")
         if "__headers" in self.sources:
@@ -321,11 +365,25 @@ def _handed_over(spark: SparkSession, store: Store, raw: pa.Table) -> Iterator[D
         path.unlink(missing_ok=True)
 
 
-def _decoded(plan: DecodePlan, df: DataFrame) -> DataFrame:
+def _decoded(plan: DecodePlan, df: DataFrame, values_later: bool = False) -> DataFrame:
+    """The records decoded. `values_later`: Python-decoded values are only checked (their
+    columns NULL), for `_decode_values` to decode once each key's winner is known."""
     sides = plan.python_sides()
     if sides:
-        df = df.select("*", *[_decoder_udf(plan, side)(F.col(side)).alias(f"__{side}") for side in sides])
-    return df.selectExpr(*plan.decode_sql())
+        df = df.select("*", *[_decoder_udf(plan, side, check_only=values_later and side == "value")(F.col(side))
+                              .alias(f"__{side}") for side in sides])
+    return df.selectExpr(*plan.decode_sql(), *(["value AS __value_raw"] if values_later else []))
+
+
+def _decode_values(plan: DecodePlan, winners: DataFrame) -> DataFrame:
+    """The winners' value columns decoded from their raw value, which then goes."""
+    decoded = winners.withColumn("__value", _decoder_udf(plan, "value")(F.col("__value_raw")))
+    for i, name in enumerate(plan.value_columns):
+        decoded = decoded.withColumn(name, F.col(f"__value.c{i}"))
+    # The full decoder has the last word: a winner the check let through but that does not
+    # decode is an error, never a row with no value.
+    decoded = decoded.withColumn("__err", F.expr("coalesce(__err, concat('value: ', __value.err))"))
+    return decoded.drop("__value", "__value_raw")
 
 
 def _updates(rows: pa.Table, types: tuple[SqlType, ...], diff: int) -> pa.Table:
@@ -390,8 +448,12 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
             # winners' aggregation nor the netting of stored rows nor the join needs a
             # shuffle, and the batch is one Spark stage rather than a job per exchange.
             records = records.coalesce(1)
-        decoded = _decoded(plan, records).selectExpr(*(f"`{c}`" for c in target.record_columns(plan)),
-                                                     f"{kid} AS __kid")
+        # A JSON value is only checked here and decoded for each key's winner: putting a
+        # document in jsonb's canonical form costs several times more than parsing it, and
+        # a backlog holds several records per key.
+        values_later = plan.value_format[0] == "json"
+        decoded = _decoded(plan, records, values_later).selectExpr(
+            *(f"`{c}`" for c in target.record_columns(plan, raw_value=values_later)), f"{kid} AS __kid")
         seconds = {"to_spark": time.perf_counter() - started}
         part = f"`{key}`, __kid"
         try:
@@ -428,6 +490,8 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
             # The batch's keys are read only when the table is much larger than the batch
             # (_stored_rows): then decoding a small batch's keys a second time costs little.
             keys = decoded
+            if values_later:
+                winners = _decode_values(plan, winners)
             winners.createOrReplaceTempView(views["winners"])
             kpos = target.stored(key)
             stored_df = _stored_rows(spark, store, target, as_of, keys.select(F.col(f"`{key}`").alias("__k")), kpos,

@@ -11,7 +11,7 @@ import pytest
 from planner import kafka_syntax as ks
 from server.catalog import Item
 from server.kafka import batch_target, error_changes, table_layout
-from spark_backend.kafka_source import DecodePlan, decode_side, key_label
+from spark_backend.kafka_source import DecodePlan, check_side, decode_side, key_label
 
 
 def plan_of(clauses: str) -> DecodePlan:
@@ -37,6 +37,24 @@ def test_json_is_normalized_and_bad_json_is_an_error():
     assert rows[1]["c0"] is None and rows[1]["err"].startswith("invalid JSON")
     assert rows[2] == {"c0": None, "err": None}  # a tombstone is no error
     assert rows[3] == {"c0": None, "err": 'invalid byte sequence for encoding "UTF8"'}
+
+
+JSON_DOCUMENTS = [
+    b'{"n": 1}', b'{"bb": 1, "a": [true, null]}', b"{nope", None, b"\xfe", b"NaN", b"[1, 2", b"",
+    b'"\\u0000"', b'"\\ud800"', b'"\\ud83d\\ude00"', b'{"a": "\\u00e9"}', b"1" * 5000, b"1e999999",
+    b"[" * 400 + b"]" * 400, b"[" * 3000 + b"]" * 3000, b'{"a": 1} x', b'"raw \x01 control"', b"  true  ",
+]
+
+
+def test_checking_json_finds_exactly_the_errors_decoding_does():
+    """Records that only take part in picking a key's winner are checked, not decoded:
+    the check must fail on the same documents, with the same message, as decoding."""
+    raw = pa.array(JSON_DOCUMENTS, pa.binary())
+    checked = check_side(("json", 0), 1, raw).to_pylist()
+    full = decode_side(("json", 0), 1, raw).to_pylist()
+    assert [r["err"] for r in checked] == [r["err"] for r in full]
+    assert all(r["c0"] is None for r in checked)
+    assert sum(r["err"] is not None for r in full) == 11  # the corpus has both kinds
 
 
 def test_csv_columns():
