@@ -422,11 +422,18 @@ def test_a_backlog_is_taken_in_full_batches(broker):
                         timestamps=False, headers=False)
     try:
         consumer.refresh_partitions()
-        sizes = [consumer.poll(max_records=12_000).num_rows for _ in range(3)]
+        # What a batch waits for: the records past the consumer's position, partitions not
+        # read from yet included (their watermarks are asked of the broker).
+        backlog = [consumer._backlog()]
+        sizes = [consumer.poll(max_records=12_000).num_rows]
+        backlog.append(consumer._backlog())
+        sizes += [consumer.poll(max_records=12_000).num_rows for _ in range(2)]
         sizes.append(consumer.poll(max_records=12_000, timeout=0.5).num_rows)
+        backlog.append(consumer._backlog())
     finally:
         consumer.close()
     assert sizes == [12_000, 12_000, 6_000, 0]
+    assert backlog == [30_000, 18_000, 0]
 
 
 # -- formats and metadata ------------------------------------------------------------
