@@ -999,7 +999,9 @@ def _json_int(s: str) -> int | Decimal:
 _JSON_DECODER = json.JSONDecoder(parse_float=Decimal, parse_int=_json_int, parse_constant=_reject_constant)
 
 
-def _json_load(s: str) -> Any:
+def parse_json(s: str) -> Any:
+    """PostgreSQL's json input function without the output: the parsed document (numbers as
+    int or Decimal), or SqlError 22P02 (54001 when nested too deep)."""
     try:
         return _JSON_DECODER.decode(s)
     except json.JSONDecodeError as e:
@@ -1013,7 +1015,7 @@ def _json_load(s: str) -> Any:
 
 def _dec_json(t: SqlType, data: bytes) -> str:
     s = _utf8(data)
-    _json_load(s)  # json keeps the text as given; only its syntax is checked
+    parse_json(s)  # json keeps the text as given; only its syntax is checked
     return s
 
 
@@ -1069,7 +1071,7 @@ def _jsonb_key_order(item: tuple[str, Any]) -> tuple[int, str]:
 
 def _jsonb_normalize(s: str) -> str:
     try:
-        return _jsonb_text(_json_load(s))
+        return _jsonb_text(parse_json(s))
     except RecursionError:
         raise SqlError("54001", "stack depth limit exceeded") from None
 
@@ -1499,7 +1501,7 @@ def _recv_text(t: SqlType, data: bytes) -> str:
         s = _check_length(t, s)
         return s.ljust(t.max_length) if t.max_length is not None else s
     if name == "json":
-        _json_load(s)
+        parse_json(s)
     return s
 
 

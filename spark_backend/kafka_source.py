@@ -233,9 +233,9 @@ def check_side(fmt: tuple[str, int], width: int, raw: pa.Array) -> pa.StructArra
 def _json_check(text: str) -> None:
     global _json_checker
     if _json_checker is None:
-        from server.values import _JSON_DECODER
+        from server.values import parse_json
 
-        _json_checker = _JSON_DECODER.decode
+        _json_checker = parse_json
     _json_checker(text)
 
 
