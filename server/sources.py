@@ -491,19 +491,21 @@ class SourceManager:
     def kafka_config(self, connection: Item) -> dict:
         """The confluent-kafka client settings of a Kafka connection, its secrets resolved."""
         opts = connection.details["options"]
-        secret_options = set(connection.details.get("secret_options", _SECRET_ONLY))
         config: dict[str, object] = {"bootstrap.servers": opts.get("broker") or opts.get("brokers")}
         for option, key in KAFKA_CLIENT_OPTIONS.items():
-            if option not in opts:
-                continue
-            value = opts[option]
-            if option in secret_options:  # stored as the secret's id (see create_connection)
-                secret = self.coord.catalog.items.get(value)
-                if secret is None:
-                    raise SqlError(UNDEFINED_OBJECT, f'the secret of connection "{connection.name}" was dropped')
-                value = secret.details["value"]
-            config[key] = value
+            if option in opts:
+                config[key] = self._option(connection, option)
         return config
+
+    def _option(self, connection: Item, name: str) -> object:
+        """A connection option's value; one given as SECRET is stored as the secret's id."""
+        value = connection.details["options"].get(name)
+        if value is None or name not in connection.details.get("secret_options", _SECRET_ONLY):
+            return value
+        secret = self.coord.catalog.items.get(value)
+        if secret is None:
+            raise SqlError(UNDEFINED_OBJECT, f'the secret of connection "{connection.name}" was dropped')
+        return secret.details["value"]
 
     async def check_kafka(self, connection: Item) -> None:
         await kafka.check_kafka(self, connection)
@@ -538,14 +540,7 @@ class SourceManager:
 
     def params_for(self, connection: Item) -> pg.Params:
         opts = connection.details["options"]
-        password = None
-        secret_ref = opts.get("password")
-        if secret_ref is not None:
-            secret = self.coord.catalog.items.get(secret_ref)
-            if secret is None:
-                raise SqlError(UNDEFINED_OBJECT, f'the secret of connection "{connection.name}" was dropped')
-            password = secret.details["value"]
-        return pg.Params(opts["host"], int(opts.get("port", 5432)), opts["user"], password,
+        return pg.Params(opts["host"], int(opts.get("port", 5432)), opts["user"], self._option(connection, "password"),
                          opts.get("database", "postgres"))
 
     def status_rows(self) -> list[tuple]:
@@ -603,6 +598,9 @@ KAFKA_CLIENT_OPTIONS = {
     "ssl certificate authority": "ssl.ca.pem", "ssl certificate": "ssl.certificate.pem", "ssl key": "ssl.key.pem",
 }
 _SECRET_ONLY = {"password", "sasl password", "ssl key"}
+_SECRET_ALLOWED = {"postgres": {"password"},
+                   "kafka": {"sasl username", "sasl password", "ssl certificate authority", "ssl certificate",
+                             "ssl key"}}
 _KAFKA_CHOICES = {
     "security protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
     "sasl mechanisms": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
@@ -633,6 +631,8 @@ async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes
     secret_options: list[str] = []
     for name, value in stmt.options:
         if isinstance(value, tuple) and value[0] == "secret":
+            if name not in _SECRET_ALLOWED[stmt.connector]:
+                raise SqlError(INVALID_PARAMETER_VALUE, f"{name.upper()} cannot be a secret: give its value as text")
             secret_options.append(name)
             secret = coord.catalog.require(value[1], "secret") if coord.catalog.get(value[1]) else None
             if secret is None:

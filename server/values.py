@@ -1076,8 +1076,13 @@ def _jsonb_normalize(s: str) -> str:
         raise SqlError("54001", "stack depth limit exceeded") from None
 
 
-def _dec_jsonb(t: SqlType, data: bytes) -> str:
+def jsonb_input(data: bytes) -> str:
+    """PostgreSQL's jsonb input function: a document's canonical text, or SqlError."""
     return _jsonb_normalize(_utf8(data))
+
+
+def _dec_jsonb(t: SqlType, data: bytes) -> str:
+    return jsonb_input(data)
 
 
 def _dec_bytea(t: SqlType, data: bytes) -> bytes:

@@ -17,6 +17,7 @@ keeps no copy of the table.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
@@ -24,7 +25,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -144,17 +145,15 @@ def decode_value(fmt: tuple[str, int], data: bytes) -> list:
 
 def _decode_jsonb(data: bytes) -> str:
     # PostgreSQL's jsonb input function: the canonical text form that queries compare.
-    global _jsonb_input
-    if _jsonb_input is None:
-        from planner.types import BY_NAME, SqlType
-        from server.values import decode_text
-
-        jsonb = SqlType(BY_NAME["jsonb"])
-        _jsonb_input = lambda data: decode_text(jsonb, data)
-    return _jsonb_input(data)
+    return _values().jsonb_input(data)
 
 
-_jsonb_input: Callable[[bytes], str] | None = None  # imported on first use, in Spark's worker
+@functools.cache
+def _values():
+    """server.values, imported on first use (in Spark's Python workers)."""
+    from server import values
+
+    return values
 
 
 def _decode_column(fmt: tuple[str, int], raw: pa.Array, width: int) -> tuple[list[pa.Array], list | None]:
@@ -231,15 +230,9 @@ def check_side(fmt: tuple[str, int], width: int, raw: pa.Array) -> pa.StructArra
 
 
 def _json_check(text: str) -> None:
-    global _json_checker
-    if _json_checker is None:
-        from server.values import parse_json
-
-        _json_checker = parse_json
-    _json_checker(text)
+    _values().parse_json(text)
 
 
-_json_checker: Callable[[str], object] | None = None
 _CHECK_NESTING = 100  # brackets in a document past which check_side decodes it in full
 
 

@@ -348,6 +348,7 @@ def test_tls_and_client_certificates_reach_the_broker(conn, broker):
             "SASL PASSWORD 'inline'": "SASL PASSWORD must name a secret",
             "SSL KEY SECRET tls_key": "SSL CERTIFICATE and SSL KEY must be given together",
             "SSL KEY SECRET no_such_secret": 'unknown secret "no_such_secret"',
+            "SECURITY PROTOCOL SECRET tls_key": "SECURITY PROTOCOL cannot be a secret",
         }
         for option, message in bad.items():
             with pytest.raises(psycopg.Error) as exc:
