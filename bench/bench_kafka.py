@@ -112,7 +112,7 @@ def main() -> None:
         # Raw again, after: load from elsewhere on the machine moves both; compare with the better one.
         raw_after, raw_cpu_after = raw_consume_rate(bootstrap, "bench", args.messages, broker.pid)
         raw_rate = max(raw_before, raw_after)
-        raw_cpu = min(raw_cpu, raw_cpu_after)
+        raw_cpu = min(raw_cpu, raw_cpu_after)  # the run whose consumer used less CPU per message
         lags = lag(sw.dsn, producer, args.lag)
         floor = spark_floor(bootstrap, "bench", args.messages) if args.floor else None
         print(f"{'measure':<44} {'sparkwire':>14} {'raw consume':>14}")
@@ -242,6 +242,10 @@ def print_cpu(raw_rate: float, raw_cpu: tuple[float, float], consumer_cpu: float
         print(f"{f'  floor, {how} (this process + its JVM)':<44} {used:>14.2f}")
 
 
+# The floor's work on a batch in the view floor_batch: each key's last record, nothing else.
+FLOOR_QUERY = "SELECT key, max_by(struct(value, offset), offset) AS w FROM floor_batch GROUP BY key"
+
+
 def spark_floor(bootstrap: str, topic: str, total: int) -> dict[str, tuple[float, float]]:
     """Messages/s of the least Spark work an upsert batch can do, in a SparkSession of this
     process with the server's settings, by the way the records reach Spark: the raw
@@ -276,7 +280,6 @@ def spark_floor(bootstrap: str, topic: str, total: int) -> dict[str, tuple[float
     for key, value in _SPARK_CONF.items():
         builder = builder.config(key, value)
     spark = batch_session(builder.getOrCreate())
-    query = "SELECT key, max_by(struct(value, offset), offset) AS w FROM floor_batch GROUP BY key"
     folder = tempfile.mkdtemp(prefix="sparkwire-floor-")
 
     def via_arrow(records):
@@ -290,11 +293,11 @@ def spark_floor(bootstrap: str, topic: str, total: int) -> dict[str, tuple[float
     def rate(hand_over) -> tuple[float, float]:
         for _ in range(10):  # JIT and first-job costs are not the floor (it takes ~8 batches here)
             hand_over(raw.slice(0, batch)).createOrReplaceTempView("floor_batch")
-            spark.sql(query).toArrow()
+            spark.sql(FLOOR_QUERY).toArrow()
         used, start = cpu_seconds(), time.perf_counter()
         for offset in range(0, raw.num_rows, batch):
             hand_over(raw.slice(offset, batch)).createOrReplaceTempView("floor_batch")
-            spark.sql(query).toArrow()
+            spark.sql(FLOOR_QUERY).toArrow()
         return raw.num_rows / (time.perf_counter() - start), (cpu_seconds() - used) / raw.num_rows * 1e6
 
     def cpu_seconds() -> float:  # this process and its Spark JVM (not the broker or server it started)

@@ -27,6 +27,7 @@ import zlib
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_kafka import FLOOR_QUERY
 from common import machine_note, tree_cpu_seconds
 from pyspark.sql import SparkSession
 
@@ -91,7 +92,6 @@ def main() -> None:
         store.close()
 
     batch_session = ks.batch_session(spark)
-    query = "SELECT key, max_by(struct(value, offset), offset) AS w FROM floor_batch GROUP BY key"
 
     def floor() -> None:
         for offset in range(0, raw.num_rows, args.batch):
@@ -99,7 +99,7 @@ def main() -> None:
             pq.write_table(raw.slice(offset, args.batch).select(["key", "value", "offset"]), path,
                            compression="none")
             batch_session.read.parquet(path).createOrReplaceTempView("floor_batch")
-            batch_session.sql(query).toArrow()
+            batch_session.sql(FLOOR_QUERY).toArrow()
 
     print(machine_note("bench_kafka_batch"), flush=True)
     print(f"{args.messages:,} records, {args.keys:,} keys, batches of {args.batch:,}; "
