@@ -182,10 +182,12 @@ class KafkaTableRunner:
                                 self.status, self.error = "running", None
                             await self._refresh_lag(consumer)
                         continue
-                    # The consumer thread builds the next batch while Spark works on this one.
-                    # Nothing is acknowledged by polling: if this batch fails, the consumer is
-                    # recreated from the durable offsets and the polled batch is dropped.
-                    pending = asyncio.ensure_future(asyncio.to_thread(consumer.poll))
+                    # With a backlog, the consumer thread builds the next batch while Spark
+                    # works on this one. Nothing is acknowledged by polling: if this batch
+                    # fails, the consumer is recreated from the durable offsets and the polled
+                    # batch is dropped. Caught up, the next poll waits for the batch's end.
+                    if not consumer.caught_up:
+                        pending = asyncio.ensure_future(asyncio.to_thread(consumer.poll))
                     await self._ingest(spec, plan, target, raw)
                     await self._refresh_lag(consumer)
             except asyncio.CancelledError:

@@ -437,6 +437,64 @@ def test_a_backlog_is_taken_in_full_batches(broker):
     assert backlog == [30_000, 18_000, 0]
 
 
+def _fetch_requests(stats: list[dict]) -> int:
+    """Fetch requests the client has sent, by its latest statistics."""
+    return sum(b["req"].get("Fetch", 0) for b in stats[-1]["brokers"].values())
+
+
+def test_a_caught_up_consumer_stops_fetching_until_its_next_poll(broker):
+    """Caught up, the consumer pauses its partitions, so that a broker answering empty fetches
+    at once (noida-db does) is not asked thousands of times a second while a batch runs;
+    the next poll resumes at the record after the last one polled: nothing lost, nothing
+    read twice, including a partition that delivered nothing since it was assigned at a
+    stored offset (a resume there must not fall back to the earliest offset)."""
+    from spark_backend.kafka_source import Consumer
+
+    broker.create_topic("pause", 2)
+    broker.send("pause", *(rec(key=f"a{i}".encode(), value=b"v", partition=i % 2) for i in range(10)))
+    stats: list[dict] = []
+    conf = {"bootstrap.servers": broker.bootstrap, "statistics.interval.ms": 100,
+            "stats_cb": lambda text: stats.append(json.loads(text))}
+
+    def poll_until(consumer: Consumer, count: int) -> list[bytes]:
+        keys: list[bytes] = []
+        eventually(lambda: keys.extend(consumer.poll().column("key").to_pylist()) or len(keys) >= count,
+                   f"{count} records")
+        return keys
+
+    def fetches_while_idle(consumer: Consumer) -> int:
+        # Statistics are served by polling the client itself, which returns no record while paused.
+        consumer.consumer.poll(0.3)
+        before = _fetch_requests(stats)
+        time.sleep(0.5)
+        consumer.consumer.poll(0.3)
+        return _fetch_requests(stats) - before
+
+    consumer = Consumer(conf, "pause", {}, timestamps=False, headers=False)
+    try:
+        consumer.refresh_partitions()
+        assert sorted(poll_until(consumer, 10)) == sorted(f"a{i}".encode() for i in range(10))
+        assert consumer.caught_up
+        assert fetches_while_idle(consumer) < 10  # unpaused against noida-db: thousands
+        broker.send("pause", *(rec(key=f"b{i}".encode(), value=b"v", partition=i % 2) for i in range(6)))
+        assert sorted(poll_until(consumer, 6)) == sorted(f"b{i}".encode() for i in range(6))
+        assert consumer.poll(timeout=0.5).num_rows == 0
+    finally:
+        consumer.close()
+    # A restarted table: stored offsets, partition 1 has nothing new.
+    broker.send("pause", rec(key=b"c0", value=b"v", partition=0))
+    consumer = Consumer(conf, "pause", {0: 8, 1: 8}, timestamps=False, headers=False)
+    try:
+        consumer.refresh_partitions()
+        assert poll_until(consumer, 1) == [b"c0"]
+        assert consumer.caught_up
+        broker.send("pause", rec(key=b"c1", value=b"v", partition=1))
+        assert poll_until(consumer, 1) == [b"c1"]
+        assert consumer.poll(timeout=0.5).num_rows == 0
+    finally:
+        consumer.close()
+
+
 # -- formats and metadata ------------------------------------------------------------
 
 def test_formats_and_included_metadata(conn, broker):
