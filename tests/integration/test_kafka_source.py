@@ -900,16 +900,18 @@ def test_large_batches_follow_the_same_rules(conn, broker):
     """Batches of more than SMALL_BATCH records take another Spark plan (a shuffle per step
     instead of one partition): decode errors, healing, tombstones, ORDER BY (ts, o) within
     the batch and against the stored rows, and INLINE errors behave as in small batches. The
-    interesting records come after 1,500 others in the same send, so they are in a large batch."""
-    from spark_backend.kafka_source import SMALL_BATCH
+    interesting records come after tens of thousands of others in the same send, so they are
+    in a large batch, and its hand-over file has more than one row group: key d's first
+    record is in the first, the others in the last."""
+    from spark_backend.kafka_source import HANDOVER_ROW_GROUP, SMALL_BATCH
 
-    filler_count = SMALL_BATCH + 500
+    filler_count = max(SMALL_BATCH, HANDOVER_ROW_GROUP) + 500
     broker.create_topic("bigb")
 
-    def send(round_: int, t: int, *records: dict) -> None:
-        filler = [rec(key=f"f{i}".encode(), value=f'{{"i": {round_ * 10_000 + i}}}'.encode(), timestamp=t)
+    def send(round_: int, t: int, *records: dict, lead: tuple[dict, ...] = ()) -> None:
+        filler = [rec(key=f"f{i}".encode(), value=f'{{"i": {round_ * 100_000 + i}}}'.encode(), timestamp=t)
                   for i in range(filler_count)]
-        broker.send("bigb", *filler, *records)
+        broker.send("bigb", *lead, *filler, *records)
 
     send(1, 1000,
          rec(key=b"a", value=b'{"v": 1}', timestamp=500),
@@ -917,7 +919,8 @@ def test_large_batches_follow_the_same_rules(conn, broker):
          rec(key=b"c", value=b'{"v": 1}', timestamp=500),
          rec(key=b"c", value=None, timestamp=600),            # a tombstone in the same batch
          rec(key=b"d", value=b'{"v": 1}', timestamp=900),
-         rec(key=b"d", value=b'{"v": 2}', timestamp=800))     # later offset, older timestamp
+         rec(key=b"d", value=b'{"v": 2}', timestamp=800),     # later offset, older timestamp
+         lead=(rec(key=b"d", value=b'{"v": 0}', timestamp=100),))  # older by offset and by timestamp
     conn.execute("CREATE SOURCE bigb FROM KAFKA CONNECTION kafka (TOPIC 'bigb')")
     formats = "KEY FORMAT TEXT VALUE FORMAT JSON"
     conn.execute(f"CREATE TABLE big_plain FROM SOURCE bigb (REFERENCE bigb) {formats} ENVELOPE UPSERT")
@@ -926,11 +929,11 @@ def test_large_batches_follow_the_same_rules(conn, broker):
     conn.execute(f"CREATE TABLE big_inline FROM SOURCE bigb (REFERENCE bigb) {formats} "
                  "ENVELOPE UPSERT (VALUE DECODING ERRORS = INLINE)")
     for table in ("big_plain", "big_ord"):
-        wait_error(conn, f"SELECT * FROM {table}", "'b'", f"offset {filler_count + 1}")
+        wait_error(conn, f"SELECT * FROM {table}", "'b'", f"offset {filler_count + 2}")
     wait_rows(conn, "SELECT key, data, error IS NOT NULL FROM big_inline WHERE key NOT LIKE 'f%' ORDER BY key",
               [("a", {"v": 1}, False), ("b", None, True), ("d", {"v": 2}, False)])
     wait_rows(conn, "SELECT count(*), min(data->>'i'), max(data->>'i') FROM big_inline WHERE key LIKE 'f%'",
-              [(filler_count, "10000", str(10_000 + filler_count - 1))])
+              [(filler_count, "100000", str(100_000 + filler_count - 1))])
 
     send(2, 2000,
          rec(key=b"b", value=b'{"v": 3}', timestamp=100),      # heals b, older or not
@@ -948,7 +951,7 @@ def test_large_batches_follow_the_same_rules(conn, broker):
               [("a", {"v": 0}, None), ("b", {"v": 3}, None)])
     for table in ("big_plain", "big_ord", "big_inline"):
         wait_rows(conn, f"SELECT count(*), min(data->>'i'), max(data->>'i') FROM {table} WHERE key LIKE 'f%'",
-                  [(filler_count, "30000", str(30_000 + filler_count - 1))])
+                  [(filler_count, "300000", str(300_000 + filler_count - 1))])
 
 
 # -- failures: broker outage, kill -9 --------------------------------------------------------
