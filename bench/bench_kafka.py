@@ -255,11 +255,10 @@ def spark_floor(bootstrap: str, topic: str, total: int) -> dict[str, tuple[float
     approach on this machine. Each is (messages/s, CPU core-µs per message). "parquet" writes each batch to a file that Spark reads (what
     sparkwire does); "arrow" hands it over with createDataFrame (what it did before)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
     from pyspark.sql import SparkSession
 
     from spark_backend.engine import _SPARK_CONF
-    from spark_backend.kafka_source import MAX_BATCH, batch_session
+    from spark_backend.kafka_source import MAX_BATCH, batch_session, write_handover
 
     batch = MAX_BATCH
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "floor", "enable.auto.commit": False})
@@ -287,7 +286,7 @@ def spark_floor(bootstrap: str, topic: str, total: int) -> dict[str, tuple[float
 
     def via_parquet(records):
         path = os.path.join(folder, f"{time.perf_counter_ns()}.parquet")
-        pq.write_table(records, path, compression="none")
+        write_handover(records, path)  # as sparkwire writes a batch
         return spark.read.parquet(path)
 
     def rate(hand_over) -> tuple[float, float]:

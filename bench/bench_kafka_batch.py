@@ -26,7 +26,6 @@ import time
 import zlib
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from bench_kafka import FLOOR_QUERY
 from common import machine_note, tree_cpu_seconds
 from pyspark.sql import SparkSession
@@ -96,8 +95,7 @@ def main() -> None:
     def floor() -> None:
         for offset in range(0, raw.num_rows, args.batch):
             path = os.path.join(folder, f"{time.perf_counter_ns()}.parquet")
-            pq.write_table(raw.slice(offset, args.batch).select(["key", "value", "offset"]), path,
-                           compression="none")
+            ks.write_handover(raw.slice(offset, args.batch).select(["key", "value", "offset"]), path)
             batch_session.read.parquet(path).createOrReplaceTempView("floor_batch")
             batch_session.sql(FLOOR_QUERY).toArrow()
 
