@@ -598,11 +598,12 @@ def batch_keys(plan: DecodePlan, raw: pa.Table) -> list:
 
 SMALL_BATCH = 1_000  # records; see upsert_batch
 
-# Records in one Spark batch when there is a backlog: a batch's Spark jobs have a fixed
-# cost of about a second here, so larger batches go faster (bench_kafka: 2e5-record
-# batches 146k messages/s, 5e5 171k). The byte bound keeps big records from making a
-# batch too large for the driver's memory.
-MAX_BATCH = 500_000
+# Records in one Spark batch when there is a backlog. A batch's Spark work has a fixed
+# cost (planning, three jobs) and, polled beside the batch before it, the next batch's
+# consuming competes with it for the cores; so larger batches go faster (bench_kafka,
+# TEXT values, 1e6 messages: 5e5-record batches 377k messages/s, 1e6 467k). The byte
+# bound keeps big records from making a batch too large for the driver's memory.
+MAX_BATCH = 1_000_000
 MAX_BATCH_BYTES = 128 << 20
 _CONSUME_CHUNK = 50_000
 FILL_WAIT = 2.0  # seconds a batch may wait for records the broker is known to hold
