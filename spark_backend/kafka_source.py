@@ -673,13 +673,14 @@ class Consumer:
 
         A lone record is returned as soon as it arrives (what a SUBSCRIBE waits for); with a
         backlog, everything the client has prefetched is taken at once, so that the fixed
-        cost of a Spark batch is shared by many records. Caught up, it stops fetching until
-        the next poll (see _fetching)."""
+        cost of a Spark batch is shared by many records. Records taken up to the end, it
+        stops fetching until the next poll (see _fetching)."""
         self._fetching(True)
         first = self.consumer.poll(timeout)
         if first is None:
+            # Nothing to ingest, so no batch to keep the cores for: an idle table goes on
+            # polling, and pausing between its polls would only delay the next record.
             self.caught_up = True
-            self._fetching(False)
             return RAW_SCHEMA.empty_table()
         chunks = [self._records([first])]
         records, size = chunks[0].num_rows, chunks[0].nbytes

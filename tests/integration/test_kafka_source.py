@@ -443,8 +443,9 @@ def _fetch_requests(stats: list[dict]) -> int:
 
 
 def test_a_caught_up_consumer_stops_fetching_until_its_next_poll(broker):
-    """Caught up, the consumer pauses its partitions, so that a broker answering empty fetches
-    at once (noida-db does) is not asked thousands of times a second while a batch runs;
+    """A poll that takes every record the broker holds pauses the partitions, so that a
+    broker answering empty fetches at once (noida-db does) is not asked thousands of times
+    a second while the batch runs;
     the next poll resumes at the record after the last one polled: nothing lost, nothing
     read twice, including a partition that delivered nothing since it was assigned at a
     stored offset (a resume there must not fall back to the earliest offset)."""
