@@ -661,10 +661,10 @@ class Consumer:
         found = set(topic.partitions)
         self._leaders = {part.leader: p for p, part in sorted(topic.partitions.items(), reverse=True)}
         if found != self.partitions:
+            self._fetching(True)  # librdkafka keeps a partition's pause across assignments
             self.partitions = found
             self.consumer.assign([TopicPartition(self.topic, p, self.offsets.get(p, OFFSET_BEGINNING))
                                   for p in sorted(found)])
-            self._paused = False  # a new assignment fetches
 
     def poll(self, max_records: int = MAX_BATCH, timeout: float = 0.2,
              max_bytes: int = MAX_BATCH_BYTES) -> pa.Table:
@@ -713,8 +713,8 @@ class Consumer:
         client and the broker, taken from the Spark work of the batch just polled. Paused
         (only when nothing is left to prefetch: librdkafka drops what it prefetched), the
         client fetches nothing until the next poll resumes it after the last record polled."""
-        if on != self._paused or not self.partitions:
-            return
+        if self._paused != on or not self.partitions:
+            return  # already as asked
         from confluent_kafka import TopicPartition
 
         parts = [TopicPartition(self.topic, p) for p in sorted(self.partitions)]
