@@ -605,6 +605,8 @@ _KAFKA_CHOICES = {
     "security protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
     "sasl mechanisms": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
 }
+_SASL_OPTIONS = ("sasl mechanisms", "sasl username", "sasl password")
+_SSL_OPTIONS = ("ssl certificate authority", "ssl certificate", "ssl key")
 
 
 def _check_kafka_options(options: dict[str, object]) -> None:
@@ -617,6 +619,19 @@ def _check_kafka_options(options: dict[str, object]) -> None:
             options[name] = value
     if ("ssl certificate" in options) != ("ssl key" in options):
         raise SqlError(INVALID_PARAMETER_VALUE, "SSL CERTIFICATE and SSL KEY must be given together")
+    sasl = [name for name in _SASL_OPTIONS if name in options]
+    if "security protocol" not in options and (sasl or any(name in options for name in _SSL_OPTIONS)):
+        # As in Materialize: SASL options mean SASL over TLS, TLS options alone TLS. librdkafka
+        # would otherwise talk plaintext and leave the credentials unused, without a word.
+        options["security protocol"] = "SASL_SSL" if sasl else "SSL"
+    protocol = options.get("security protocol", "PLAINTEXT")
+    if protocol.startswith("SASL_"):
+        missing = [name.upper() for name in _SASL_OPTIONS if name not in options]
+        if missing:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"SECURITY PROTOCOL {protocol} needs {', '.join(missing)}")
+    elif sasl:
+        raise SqlError(INVALID_PARAMETER_VALUE, f"{sasl[0].upper()} needs SECURITY PROTOCOL SASL_PLAINTEXT or "
+                                                f"SASL_SSL, not {protocol}")
 
 
 async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes):

@@ -367,6 +367,45 @@ def test_tls_and_client_certificates_reach_the_broker(conn, broker):
         certs.cleanup()
 
 
+def test_sasl_plain_reaches_the_broker(conn, broker):
+    """SASL options reach the broker. With SASL_PLAINTEXT and PLAIN, which the test broker
+    offers (taking any credentials), a table ingests over the authenticated connection; a
+    mechanism the broker does not offer is refused when the connection is created, naming
+    the broker. SASL options without a SECURITY PROTOCOL mean SASL_SSL, as in Materialize
+    (refused here: the broker has no TLS), and missing or misplaced ones are refused before
+    anything is contacted."""
+    broker.create_topic("sasl")
+    broker.send("sasl", rec(key=b"k", value=b"over sasl"))
+    conn.execute("CREATE SECRET sasl_pw AS 'secret-password'")
+    sasl = "SASL USERNAME 'sparkwire', SASL PASSWORD SECRET sasl_pw"
+    try:
+        conn.execute(f"CREATE CONNECTION k_sasl TO KAFKA (BROKER '{broker.bootstrap}', "
+                     f"SECURITY PROTOCOL 'SASL_PLAINTEXT', SASL MECHANISMS 'PLAIN', {sasl})")
+        conn.execute("CREATE SOURCE sasl_src FROM KAFKA CONNECTION k_sasl (TOPIC 'sasl')")
+        conn.execute("CREATE TABLE sasl_t FROM SOURCE sasl_src (REFERENCE sasl) KEY FORMAT TEXT VALUE FORMAT TEXT "
+                     "ENVELOPE UPSERT")
+        wait_rows(conn, "SELECT key, text FROM sasl_t", [("k", "over sasl")])
+        refused = {
+            f"SECURITY PROTOCOL 'SASL_PLAINTEXT', SASL MECHANISMS 'SCRAM-SHA-256', {sasl}":
+                ("08006", f"cannot reach Kafka broker {broker.bootstrap}"),
+            f"SASL MECHANISMS 'PLAIN', {sasl}": ("08006", f"cannot reach Kafka broker {broker.bootstrap}"),
+            "SECURITY PROTOCOL 'SASL_PLAINTEXT', SASL MECHANISMS 'PLAIN'":
+                ("22023", "SECURITY PROTOCOL SASL_PLAINTEXT needs SASL USERNAME, SASL PASSWORD"),
+            f"SECURITY PROTOCOL 'sasl_ssl', {sasl}": ("22023", "SECURITY PROTOCOL SASL_SSL needs SASL MECHANISMS"),
+            f"SECURITY PROTOCOL 'PLAINTEXT', SASL MECHANISMS 'PLAIN', {sasl}":
+                ("22023", "SASL MECHANISMS needs SECURITY PROTOCOL SASL_PLAINTEXT or SASL_SSL, not PLAINTEXT"),
+        }
+        for options, (state, fragment) in refused.items():
+            with pytest.raises(psycopg.Error) as exc:
+                conn.execute(f"CREATE CONNECTION k_sasl_bad TO KAFKA (BROKER '{broker.bootstrap}', {options})")
+            assert exc.value.sqlstate == state and fragment in str(exc.value), (options, str(exc.value))
+        assert conn.execute("SELECT key, text FROM sasl_t").fetchall() == [("k", "over sasl")]
+    finally:
+        conn.execute("DROP SOURCE IF EXISTS sasl_src CASCADE")
+        conn.execute("DROP CONNECTION IF EXISTS k_sasl")
+        conn.execute("DROP SECRET IF EXISTS sasl_pw")
+
+
 def test_source_needs_an_existing_topic(conn, broker):
     broker.create_topic("present")
     with pytest.raises(psycopg.Error) as exc:
