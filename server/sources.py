@@ -605,8 +605,8 @@ _KAFKA_CHOICES = {
     "security protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
     "sasl mechanisms": ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
 }
-_SASL_OPTIONS = ("sasl mechanisms", "sasl username", "sasl password")
-_SSL_OPTIONS = ("ssl certificate authority", "ssl certificate", "ssl key")
+_SASL_OPTIONS = [name for name in KAFKA_CLIENT_OPTIONS if name.startswith("sasl ")]
+_SSL_OPTIONS = [name for name in KAFKA_CLIENT_OPTIONS if name.startswith("ssl ")]
 
 
 def _check_kafka_options(options: dict[str, object]) -> None:

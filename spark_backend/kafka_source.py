@@ -659,8 +659,8 @@ class Consumer:
         if topic is None or topic.error is not None:
             raise RuntimeError(f'topic "{self.topic}" does not exist')
         found = set(topic.partitions)
-        self._leaders = {part.leader: p for p, part in sorted(topic.partitions.items(), reverse=True)
-                         if part.leader >= 0}  # a partition without a leader has nobody to wake
+        # A partition without a leader has nobody to wake.
+        self._leaders = {part.leader: p for p, part in topic.partitions.items() if part.leader >= 0}
         if found != self.partitions:
             self._fetching(True)  # librdkafka keeps a partition's pause across assignments
             self.partitions = found

@@ -256,6 +256,13 @@ def wait_rows(conn, sql: str, expected: list[tuple], timeout: float = 60.0) -> N
         raise
 
 
+def refused(conn, sql: str) -> psycopg.Error:
+    """The error of a statement that must fail."""
+    with pytest.raises(psycopg.Error) as exc:
+        conn.execute(sql)
+    return exc.value
+
+
 def read_error(conn, sql: str) -> psycopg.Error | None:
     try:
         conn.execute(sql).fetchall()
@@ -351,10 +358,8 @@ def test_tls_and_client_certificates_reach_the_broker(conn, broker):
             "SECURITY PROTOCOL SECRET tls_key": "SECURITY PROTOCOL cannot be a secret",
         }
         for option, message in bad.items():
-            with pytest.raises(psycopg.Error) as exc:
-                conn.execute(f"CREATE CONNECTION k_bad TO KAFKA (BROKER '{plain.address}', {option})")
-            assert message in str(exc.value), (option, str(exc.value))
-            assert exc.value.sqlstate in ("22023", "42704"), (option, exc.value.sqlstate)
+            err = refused(conn, f"CREATE CONNECTION k_bad TO KAFKA (BROKER '{plain.address}', {option})")
+            assert message in str(err) and err.sqlstate in ("22023", "42704"), (option, err.sqlstate, str(err))
         names = [r[0] for r in conn.execute("SHOW CONNECTIONS").fetchall()]
         assert "k_tls" in names and "k_mtls" in names and not {"k_wrong_ca", "k_no_cert", "k_bad"} & set(names)
         for name in ("k_tls", "k_mtls"):
@@ -385,7 +390,7 @@ def test_sasl_plain_reaches_the_broker(conn, broker):
         conn.execute("CREATE TABLE sasl_t FROM SOURCE sasl_src (REFERENCE sasl) KEY FORMAT TEXT VALUE FORMAT TEXT "
                      "ENVELOPE UPSERT")
         wait_rows(conn, "SELECT key, text FROM sasl_t", [("k", "over sasl")])
-        refused = {
+        bad = {
             f"SECURITY PROTOCOL 'SASL_PLAINTEXT', SASL MECHANISMS 'SCRAM-SHA-256', {sasl}":
                 ("08006", f"cannot reach Kafka broker {broker.bootstrap}"),
             f"SASL MECHANISMS 'PLAIN', {sasl}": ("08006", f"cannot reach Kafka broker {broker.bootstrap}"),
@@ -395,10 +400,9 @@ def test_sasl_plain_reaches_the_broker(conn, broker):
             f"SECURITY PROTOCOL 'PLAINTEXT', SASL MECHANISMS 'PLAIN', {sasl}":
                 ("22023", "SASL MECHANISMS needs SECURITY PROTOCOL SASL_PLAINTEXT or SASL_SSL, not PLAINTEXT"),
         }
-        for options, (state, fragment) in refused.items():
-            with pytest.raises(psycopg.Error) as exc:
-                conn.execute(f"CREATE CONNECTION k_sasl_bad TO KAFKA (BROKER '{broker.bootstrap}', {options})")
-            assert exc.value.sqlstate == state and fragment in str(exc.value), (options, str(exc.value))
+        for options, (state, fragment) in bad.items():
+            err = refused(conn, f"CREATE CONNECTION k_sasl_bad TO KAFKA (BROKER '{broker.bootstrap}', {options})")
+            assert err.sqlstate == state and fragment in str(err), (options, str(err))
         assert conn.execute("SELECT key, text FROM sasl_t").fetchall() == [("k", "over sasl")]
     finally:
         conn.execute("DROP SOURCE IF EXISTS sasl_src CASCADE")
@@ -593,9 +597,8 @@ def test_formats_and_included_metadata(conn, broker):
         "FORMAT TEXT ENVELOPE NONE (VALUE DECODING ERRORS = INLINE)": "syntax error",
     }
     for clauses, fragment in bad.items():
-        with pytest.raises(psycopg.Error) as exc:
-            conn.execute(f"CREATE TABLE fmt_bad FROM SOURCE fmt (REFERENCE fmt) {clauses}")
-        assert fragment in str(exc.value), (clauses, str(exc.value))
+        err = refused(conn, f"CREATE TABLE fmt_bad FROM SOURCE fmt (REFERENCE fmt) {clauses}")
+        assert fragment in str(err), (clauses, str(err))
         assert "fmt_bad" not in source_rows(conn)
 
 
@@ -675,9 +678,7 @@ def test_order_by_seed_examples(conn, broker):
     for clauses, fragment, kind in cases:
         for stmt in (f"CREATE SOURCE obx FROM KAFKA CONNECTION kafka (TOPIC 'ob') {formats} {clauses}",
                      f"CREATE TABLE obx FROM SOURCE obs_bad (REFERENCE ob) {formats} {clauses}"):
-            with pytest.raises(psycopg.Error) as exc:
-                conn.execute(stmt)
-            err = exc.value
+            err = refused(conn, stmt)
             assert fragment in str(err), (stmt, str(err))
             if kind is not None:
                 assert isinstance(err, kind), (stmt, type(err), str(err))
