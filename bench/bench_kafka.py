@@ -93,7 +93,7 @@ def main() -> None:
         producer.flush()
         print(f"produced {args.messages:,} messages in {time.perf_counter() - start:.1f} s", flush=True)
         raw_before = [raw_consume_rate(bootstrap, "bench", args.messages, broker.pid) for _ in range(args.raw_repeat)]
-        consumer_cpu = sparkwire_consumer_cpu(bootstrap, "bench", args.messages)
+        consumer_rate, consumer_cpu = sparkwire_consumer(bootstrap, "bench", args.messages)
         rates: dict[str, float] = {}
         keys: dict[str, int] = {}
         cpu: dict[str, tuple[float, float]] = {}
@@ -132,6 +132,7 @@ def main() -> None:
         for how, (value, _) in (floor or {}).items():
             print(f"{f'floor: {how} in, one shuffle, out; messages/s':<44} {value:>14,.0f} {raw_rate:>14,.0f}")
             print(f"{'  ratio floor/raw':<44} {value / raw_rate:>14.3f}")
+        print(f"{'sparkwire consumer alone (records to Arrow)':<44} {consumer_rate:>14,.0f} {raw_rate:>14,.0f}")
         runs_text = " / ".join(", ".join(f"{rate / 1000:,.0f}k" for rate, _ in runs) for runs in (raw_before, raw_after))
         print(f"{'raw consume runs, before / after':<44} {runs_text}")
         print(f"{'produce → SUBSCRIBE client p50 ms':<44} {percentile(lags, 50):>14.0f}")
@@ -212,19 +213,21 @@ def raw_consume_rate(bootstrap: str, topic: str, total: int, broker_pid: int) ->
     return rate, per_message
 
 
-def sparkwire_consumer_cpu(bootstrap: str, topic: str, total: int) -> float:
-    """CPU per message (core-µs) of sparkwire's own consumer reading the topic into Arrow
-    batches (key, value, partition, offset), in this process, as a Kafka table's runner does."""
+def sparkwire_consumer(bootstrap: str, topic: str, total: int) -> tuple[float, float]:
+    """Messages/s and CPU per message (core-µs) of sparkwire's own consumer reading the topic
+    into Arrow batches (key, value, partition, offset), in this process, as a Kafka table's
+    runner does, and nothing else."""
     from spark_backend.kafka_source import Consumer as TableConsumer
 
     consumer = TableConsumer({"bootstrap.servers": bootstrap}, topic, {}, timestamps=False, headers=False)
     consumer.refresh_partitions()
-    own, got = _own_cpu_seconds(), 0
+    own, got, start = _own_cpu_seconds(), 0, time.perf_counter()
     while got < total:
         got += consumer.poll().num_rows
+    rate = total / (time.perf_counter() - start)
     used = _own_cpu_seconds() - own
     consumer.close()
-    return used / total * 1e6
+    return rate, used / total * 1e6
 
 
 def _own_cpu_seconds() -> float:

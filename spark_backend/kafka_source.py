@@ -640,8 +640,10 @@ class Consumer:
         self.errors: list[str] = []
         conf = {**config, "group.id": f"sparkwire-{id(self)}", "enable.auto.commit": False,
                 "auto.offset.reset": "earliest", "enable.partition.eof": False,
-                # Prefetch up to a full batch, so that a backlog is taken MAX_BATCH at a time.
-                "queued.min.messages": MAX_BATCH,
+                # librdkafka's default prefetch (queued.min.messages 1e5 per partition), not a
+                # whole batch: poll() waits for a backlog's records anyway, and a 1e6-record
+                # queue cost 0.6-0.8 core-µs per message more in the client and 0.4 in the
+                # broker, and consumed slower (bench/RESULTS.md).
                 "error_cb": lambda err: self.errors.append(str(err))}
         self.consumer = KConsumer(conf)
         self.partitions: set[int] = set()
