@@ -217,7 +217,7 @@ def sparkwire_consumer(bootstrap: str, topic: str, total: int) -> tuple[float, f
     """Messages/s and CPU per message (core-µs) of sparkwire's own consumer reading the topic
     into Arrow batches (key, value, partition, offset), in this process, as a Kafka table's
     runner does, and nothing else."""
-    from spark_backend.kafka_source import Consumer as TableConsumer
+    from spark_backend.kafka_consumer import Consumer as TableConsumer
 
     consumer = TableConsumer({"bootstrap.servers": bootstrap}, topic, {}, timestamps=False, headers=False)
     consumer.refresh_partitions()
@@ -266,7 +266,8 @@ def spark_floor(bootstrap: str, topic: str, total: int) -> dict[str, tuple[float
     from pyspark.sql import SparkSession
 
     from spark_backend.engine import _SPARK_CONF
-    from spark_backend.kafka_source import MAX_BATCH, batch_session, write_handover
+    from spark_backend.kafka_batch import batch_session, write_handover
+    from spark_backend.kafka_consumer import MAX_BATCH
 
     batch = MAX_BATCH
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "floor", "enable.auto.commit": False})

@@ -31,8 +31,10 @@ from common import machine_note, tree_cpu_seconds
 from pyspark.sql import SparkSession
 
 from planner.types import BY_NAME, SqlType
-from spark_backend import kafka_source as ks
+from spark_backend import kafka_batch as kb
 from spark_backend.engine import _SPARK_CONF
+from spark_backend.kafka_consumer import MAX_BATCH, RAW_SCHEMA
+from spark_backend.kafka_decode import DecodePlan
 from spark_backend.schema import TS
 from spark_backend.storage import Store
 
@@ -50,14 +52,14 @@ def records(messages: int, keys: int) -> pa.Table:
         "offset": pa.array([o for _, o, _ in rows], pa.int64()),
         "timestamp": pa.nulls(len(rows), pa.int64()),
         "headers": pa.nulls(len(rows), pa.string()),
-    }, schema=ks.RAW_SCHEMA)
+    }, schema=RAW_SCHEMA)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=ks.MAX_BATCH)
+    parser.add_argument("--batch", type=int, default=MAX_BATCH)
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
     raw = records(args.messages, args.keys)
@@ -74,8 +76,8 @@ def main() -> None:
         return usage.ru_utime + usage.ru_stime + tree_cpu_seconds(jvm)
 
     text = SqlType(BY_NAME["text"])
-    plan = ks.DecodePlan(("text", 0), ("text", 0), ("key",), ("text",), False)
-    target = ks.Target("t", (text, text, SqlType(BY_NAME["bigint"])), ("key", "text", "__offset"))
+    plan = DecodePlan(("text", 0), ("text", 0), ("key",), ("text",), False)
+    target = kb.Target("t", (text, text, SqlType(BY_NAME["bigint"])), ("key", "text", "__offset"))
     folder = tempfile.mkdtemp(prefix="sparkwire-bench-batch-")
 
     def upsert() -> None:
@@ -83,19 +85,19 @@ def main() -> None:
         store.open()
         store.commit(1, [{"op": "create_collection", "collection": "t"}], {})
         for ts, offset in enumerate(range(0, raw.num_rows, args.batch), start=2):
-            result = ks.upsert_batch(spark, plan, raw.slice(offset, args.batch), target, store, ts - 1, False)
+            result = kb.upsert_batch(spark, plan, raw.slice(offset, args.batch), target, store, ts - 1, False)
             updates = result.updates
             updates = updates.set_column(updates.schema.get_field_index(TS), TS,
                                          pa.array([ts] * updates.num_rows, pa.int64()))
             store.commit(ts, [], {"t": updates})
         store.close()
 
-    batch_session = ks.batch_session(spark)
+    batch_session = kb.batch_session(spark)
 
     def floor() -> None:
         for offset in range(0, raw.num_rows, args.batch):
             path = os.path.join(folder, f"{time.perf_counter_ns()}.parquet")
-            ks.write_handover(raw.slice(offset, args.batch).select(["key", "value", "offset"]), path)
+            kb.write_handover(raw.slice(offset, args.batch).select(["key", "value", "offset"]), path)
             batch_session.read.parquet(path).createOrReplaceTempView("floor_batch")
             batch_session.sql(FLOOR_QUERY).toArrow()
 

@@ -5,7 +5,7 @@ its own offsets. Every batch becomes one write at one timestamp together with
 the table's next offsets, so after a crash the table holds each record's
 effect once. Decoding and, with ENVELOPE UPSERT, the choice of each key's
 winner against the persisted rows are one Spark job per batch
-(`spark_backend.kafka_source`); the server holds no copy of the table, only
+(`spark_backend.kafka_batch`); the server holds no copy of the table, only
 the keys in an error state (in the catalog, with the offsets).
 """
 
@@ -24,7 +24,8 @@ from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 from planner.types import BY_NAME, SqlType
 from server.catalog import Column, Item
 from server.metrics import SOURCE_LAG, SOURCE_ROWS
-from spark_backend import kafka_source as kafka
+from spark_backend import kafka_batch, kafka_consumer
+from spark_backend.kafka_decode import DecodePlan, key_label
 
 log = logging.getLogger("sparkwire.kafka")
 
@@ -37,7 +38,7 @@ def _t(name: str) -> SqlType:
     return SqlType(BY_NAME[name])
 
 
-def table_layout(spec: ks.KafkaSpec) -> tuple[list[Column], kafka.DecodePlan]:
+def table_layout(spec: ks.KafkaSpec) -> tuple[list[Column], DecodePlan]:
     """A Kafka table's columns (key, value, [error], metadata) and its decoding plan."""
     key_cols: list[str] = []
     key_fmt = (spec.key_format.kind, spec.key_format.columns) if spec.key_format else None
@@ -62,7 +63,7 @@ def table_layout(spec: ks.KafkaSpec) -> tuple[list[Column], kafka.DecodePlan]:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
         raise SqlError("42701", f'column "{dup}" specified more than once: rename it with INCLUDE ... AS')
-    plan = kafka.DecodePlan(key_fmt, (vf.kind, vf.columns), tuple(key_cols), tuple(value_cols),
+    plan = DecodePlan(key_fmt, (vf.kind, vf.columns), tuple(key_cols), tuple(value_cols),
                             spec.inline_errors, key_required=spec.envelope == "upsert")
     return columns, plan
 
@@ -70,14 +71,14 @@ def table_layout(spec: ks.KafkaSpec) -> tuple[list[Column], kafka.DecodePlan]:
 _META_SOURCES = {"partition": "__partition", "offset": "__offset", "timestamp": "__ts", "headers": "__headers"}
 
 
-def batch_target(table: Item, spec: ks.KafkaSpec, plan: kafka.DecodePlan) -> kafka.Target:
+def batch_target(table: Item, spec: ks.KafkaSpec, plan: DecodePlan) -> kafka_batch.Target:
     """Where each of the table's columns comes from in a decoded batch (the order of `table_layout`)."""
     sources = [*plan.key_columns, *plan.value_columns]
     if spec.inline_errors:
         sources.append("__err")
     sources += [_META_SOURCES[inc.what] for inc in spec.includes if inc.what != "key"]
     order = ks.order_kinds(spec) if spec.envelope == "upsert" else ()
-    return kafka.Target(table.id, tuple(table.column_types), tuple(sources), order, spec.inline_errors)
+    return kafka_batch.Target(table.id, tuple(table.column_types), tuple(sources), order, spec.inline_errors)
 
 
 def _spec_from_json(d: dict) -> ks.KafkaSpec:
@@ -155,7 +156,7 @@ class KafkaTableRunner:
                 _, plan = table_layout(spec)
                 target = batch_target(self.table, spec, plan)
                 consumer = await asyncio.to_thread(
-                    kafka.Consumer, config, source.details["topic"], offsets,
+                    kafka_consumer.Consumer, config, source.details["topic"], offsets,
                     timestamps="__ts" in target.sources or "timestamp" in target.order,
                     headers="__headers" in target.sources)
                 await asyncio.to_thread(consumer.refresh_partitions)
@@ -204,7 +205,7 @@ class KafkaTableRunner:
                 if consumer is not None:
                     await asyncio.to_thread(consumer.close)
 
-    async def _refresh_lag(self, consumer: kafka.Consumer, ask_broker: bool = False) -> None:
+    async def _refresh_lag(self, consumer: kafka_consumer.Consumer, ask_broker: bool = False) -> None:
         """Set the lag gauge: what the topic holds beyond the table's durable offsets."""
         if self._dropped():
             return
@@ -224,17 +225,17 @@ class KafkaTableRunner:
         elif lag is not None:
             SOURCE_LAG.set(lag, **self._metric_labels(), unit="messages")
 
-    async def _ingest(self, spec: ks.KafkaSpec, plan: kafka.DecodePlan, target: kafka.Target,
+    async def _ingest(self, spec: ks.KafkaSpec, plan: DecodePlan, target: kafka_batch.Target,
                       raw: pa.Table) -> None:
         started = time.perf_counter()
         if spec.envelope == "upsert":
             # Read the persisted rows at the latest commit: this runner is the table's only
             # writer and commits each batch before taking the next, so that is its state.
-            result = await self.coord.engine.run(kafka.upsert_batch, plan, raw, target, self.coord.store,
+            result = await self.coord.engine.run(kafka_batch.upsert_batch, plan, raw, target, self.coord.store,
                                                  self.coord.read_ts(), bool(self.key_errors))
             errors = error_changes(result.events, self.key_errors)
         else:
-            result = await self.coord.engine.run(kafka.append_batch, plan, raw, target, self.coord.store)
+            result = await self.coord.engine.run(kafka_batch.append_batch, plan, raw, target, self.coord.store)
             errors = result.errors
         last = raw.group_by("partition").aggregate([("offset", "max")])
         offsets = {str(p): o + 1 for p, o in zip(last.column("partition").to_pylist(),
@@ -271,7 +272,7 @@ def error_changes(events: list[dict], key_errors: dict[str, dict]) -> dict[str, 
     (a later record or a tombstone) heals it (None)."""
     out: dict[str, dict | None] = {}
     for ev in events:
-        label = kafka.key_label(ev["__key"], ev["__key_raw"])
+        label = key_label(ev["__key"], ev["__key_raw"])
         if ev["__is_err"]:
             out[label] = {"partition": ev["__partition"], "offset": ev["__offset"], "message": ev["__err"]}
         elif label in key_errors:
@@ -364,7 +365,7 @@ def _checked_spec(clauses: str) -> ks.KafkaSpec:
 
 def _topics(config: dict) -> list[str]:
     try:
-        return kafka.check_broker(config)
+        return kafka_consumer.check_broker(config)
     except Exception as exc:
         raise SqlError("08006", f"cannot reach Kafka broker {config.get('bootstrap.servers')}: {exc}") from exc
 

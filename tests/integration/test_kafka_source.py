@@ -457,7 +457,7 @@ def test_a_backlog_is_taken_in_full_batches(broker):
     """A backlog is taken max_records at a time, across partitions, until it is drained: a
     batch is not cut short while the broker holds more records than have arrived (the
     client's prefetch is bounded to 1 MB here, so records keep arriving while it is taken)."""
-    from spark_backend.kafka_source import Consumer
+    from spark_backend.kafka_consumer import Consumer
 
     broker.create_topic("backlog", 3)
     value = b"v" * 1000
@@ -492,7 +492,7 @@ def test_a_caught_up_consumer_stops_fetching_until_its_next_poll(broker):
     the next poll resumes at the record after the last one polled: nothing lost, nothing
     read twice, including a partition that delivered nothing since it was assigned at a
     stored offset (a resume there must not fall back to the earliest offset)."""
-    from spark_backend.kafka_source import Consumer
+    from spark_backend.kafka_consumer import Consumer
 
     broker.create_topic("pause", 2)
     broker.send("pause", *(rec(key=f"a{i}".encode(), value=b"v", partition=i % 2) for i in range(10)))
@@ -944,7 +944,7 @@ def test_large_batches_follow_the_same_rules(conn, broker):
     interesting records come after tens of thousands of others in the same send, so they are
     in a large batch, and its hand-over file has more than one row group: key d's first
     record is in the first, the others in the last."""
-    from spark_backend.kafka_source import HANDOVER_ROW_GROUP, SMALL_BATCH
+    from spark_backend.kafka_batch import HANDOVER_ROW_GROUP, SMALL_BATCH
 
     filler_count = max(SMALL_BATCH, HANDOVER_ROW_GROUP) + 500
     broker.create_topic("bigb")

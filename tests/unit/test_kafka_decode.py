@@ -11,7 +11,7 @@ import pytest
 from planner import kafka_syntax as ks
 from server.catalog import Item
 from server.kafka import batch_target, error_changes, table_layout
-from spark_backend.kafka_source import DecodePlan, check_side, decode_side, key_label
+from spark_backend.kafka_decode import DecodePlan, check_side, decode_side, key_label
 
 
 def plan_of(clauses: str) -> DecodePlan:
