@@ -4,6 +4,8 @@
     CREATE CONNECTION [IF NOT EXISTS] name TO POSTGRES (HOST 'h', PORT 5432, USER 'u',
         PASSWORD SECRET s, DATABASE 'd') [WITH (VALIDATE = bool)]
     CREATE SOURCE [IF NOT EXISTS] name FROM POSTGRES CONNECTION c (PUBLICATION 'p')
+    CREATE SOURCE [IF NOT EXISTS] name FROM KAFKA CONNECTION c (TOPIC 't'
+        [, START OFFSET (n, ...) | , START TIMESTAMP ms] [, GROUP ID PREFIX 'p']) [table clauses]
     CREATE TABLE name [(col, ...)] FROM SOURCE s (REFERENCE [schema.]table)
         [WITH (TEXT COLUMNS (col, ...))]
     DROP {SECRET | CONNECTION | SOURCE} [IF EXISTS] name [, ...] [CASCADE]
@@ -13,6 +15,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from planner import statements as st
@@ -105,9 +108,30 @@ def _option_value(s: Scanner) -> object:
     s.accept_punct("=")
     if s.accept("secret"):
         return ("secret", s.qualified_name().split(".")[-1])
+    for opening, closing in (("(", ")"), ("[", "]")):
+        if s.accept_punct(opening):  # a list, such as START OFFSET (0, 10) or = [0, 10]
+            items: list[object] = []
+            while not s.accept_punct(closing):
+                if items:
+                    s.expect_punct(",")
+                items.append(_scalar(s))
+            return tuple(items)
+    return _scalar(s)
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _scalar(s: Scanner) -> object:
     w = s.next()
-    if w.kind == "number":
-        return int(w.text) if w.text.isdigit() else w.text
+    if w.kind == "punct" and w.text == "-" and s.peek() is not None and s.peek().kind == "number":
+        number = "-" + s.next().text
+    elif w.kind == "number":
+        number = w.text
+    else:
+        number = None
+    if number is not None:
+        return int(number) if _INTEGER.fullmatch(number) else number
     if w.kind in ("string", "word", "qident"):
         return w.text
     raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{w.raw}"', position=w.pos + 1)

@@ -155,6 +155,7 @@ class KafkaTableRunner:
                 spec = _spec_from_json(info)
                 _, plan = table_layout(spec)
                 target = batch_target(self.table, spec, plan)
+                starting = time.perf_counter()
                 consumer = await asyncio.to_thread(
                     kafka_consumer.Consumer, config, source.details["topic"], offsets,
                     timestamps="__ts" in target.sources or "timestamp" in target.order,
@@ -162,6 +163,8 @@ class KafkaTableRunner:
                 await asyncio.to_thread(consumer.refresh_partitions)
                 self.status, self.error = "running", None
                 await self._refresh_lag(consumer, ask_broker=True)
+                log.debug("kafka consumer started", extra={"event": "kafka_consumer_started", "table": self.table_id,
+                                                           "seconds": round(time.perf_counter() - starting, 3)})
                 backoff = 0.5
                 idle_polls = 0
                 while not self._stop.is_set() and not self._dropped():
@@ -304,11 +307,27 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
     if not topic:
         raise SqlError(INVALID_PARAMETER_VALUE, "KAFKA sources need a TOPIC option")
     for opt in options:
-        if opt not in ("topic",):
+        if opt == "group id prefix":
+            raise SqlError("0A000", "GROUP ID PREFIX is not supported: sparkwire's consumers keep their offsets "
+                                    "with the table's data, in no consumer group")
+        if opt not in ("topic", "start offset", "start timestamp"):
             raise SqlError(INVALID_PARAMETER_VALUE, f"unrecognized KAFKA source option {opt.upper()}")
-    topics = await asyncio.to_thread(_topics, manager.kafka_config(connection))
+    start = _start_offsets(options)
+    start_ms = _start_time(options["start timestamp"]) if "start timestamp" in options else None
+    config = manager.kafka_config(connection)
+    topics = await asyncio.to_thread(_topics, config)
     if topic not in topics:
         raise SqlError("42704", f'topic "{topic}" does not exist on the broker')
+    if start_ms is not None:
+        start = await asyncio.to_thread(_broker_call, kafka_consumer.offsets_at, config, topic, start_ms)
+    elif start:
+        # Past a partition's end, the consumer would find its offset out of range and start
+        # over from the beginning: refused rather than read from where it was not asked to.
+        ends = await asyncio.to_thread(_broker_call, kafka_consumer.end_offsets, config, topic)
+        for p, (offset, end) in enumerate(zip(start, ends)):
+            if offset > end:
+                raise SqlError(INVALID_PARAMETER_VALUE, f"START OFFSET {offset} for partition {p} of topic "
+                                                        f'"{topic}" is past its end (offset {end})')
     clauses = stmt.rest.strip()
     source_name = f"{stmt.name}_progress" if clauses else stmt.name
     if coord.catalog.get(source_name) is not None:
@@ -318,10 +337,15 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
         table_layout(_checked_spec(clauses))
         if coord.catalog.get(stmt.name) is not None:
             raise SqlError("42P07", f'relation "{stmt.name}" already exists')
+    # START TIMESTAMP is resolved once, here: the source then behaves as if START OFFSET
+    # had been given, the same for each of its tables and across restarts (as in Materialize).
+    start_sql = f", START OFFSET ({', '.join(map(str, start))})" if start else ""
     source = Item(coord.catalog.allocate_id(), source_name, "source", (), coord.read_ts(),
-                  sql=f'CREATE SOURCE "{source_name}" FROM KAFKA CONNECTION "{connection.name}" (TOPIC \'{topic}\')',
+                  sql=f'CREATE SOURCE "{source_name}" FROM KAFKA CONNECTION "{connection.name}" '
+                      f"(TOPIC '{topic}'{start_sql})",
                   depends_on=(connection.id,),
-                  details={"connector": "kafka", "connection_id": connection.id, "topic": topic})
+                  details={"connector": "kafka", "connection_id": connection.id, "topic": topic,
+                           "start_offsets": start})
     await session._ddl(lambda: coord.catalog.plan_create(source))
     if clauses:
         # The single-statement form: the source becomes <name>_progress, the data <name>.
@@ -347,10 +371,46 @@ async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource,
                      f"{stmt.rest.strip()}",
                  depends_on=(source.id,),
                  details={"source": {"source_id": source.id, "reference": reference,
-                                     "clauses": stmt.rest.strip(), "offsets": {}, "errors": {}}})
+                                     "clauses": stmt.rest.strip(), "errors": {},
+                                     # A table starts where its source says (the next offset to
+                                     # read, per partition); unlisted partitions at their first.
+                                     "offsets": {str(p): o for p, o in
+                                                 enumerate(source.details.get("start_offsets", []))}}})
     await session._ddl(lambda: coord.catalog.plan_create(table))
     manager.start_kafka_table(coord.catalog.items[table.id])
     return Outcome("CREATE TABLE")
+
+
+def _start_offsets(options: dict) -> list[int]:
+    """START OFFSET as the first offset to read in partitions 0, 1, ...: one number or a list."""
+    if "start offset" not in options:
+        return []
+    if "start timestamp" in options:
+        raise SqlError(INVALID_PARAMETER_VALUE, "cannot specify both START OFFSET and START TIMESTAMP")
+    value = options["start offset"]
+    offsets = list(value) if isinstance(value, tuple) else [value]
+    if not offsets:
+        raise SqlError(INVALID_PARAMETER_VALUE, "START OFFSET needs at least one offset")
+    for offset in offsets:
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"START OFFSET values must be integers of 0 or more, not {offset!r}")
+    return offsets
+
+
+def _start_time(value: object) -> int:
+    """START TIMESTAMP in milliseconds since the epoch; a negative value is that long ago."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SqlError(INVALID_PARAMETER_VALUE, f"START TIMESTAMP must be an integer number of milliseconds, "
+                                                f"not {value!r}")
+    return value if value >= 0 else int(time.time() * 1000) + value
+
+
+def _broker_call(fn, config: dict, *args):
+    try:
+        return fn(config, *args)
+    except Exception as exc:
+        raise SqlError("08006", f"cannot read the start offsets from Kafka broker {config.get('bootstrap.servers')}: "
+                                f"{exc}") from exc
 
 
 def _checked_spec(clauses: str) -> ks.KafkaSpec:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from contextlib import contextmanager
 
 import pyarrow as pa
 
@@ -218,3 +219,42 @@ def check_broker(config: dict, timeout: float = 5.0) -> list[str]:
     admin = AdminClient({**config})
     meta = admin.list_topics(timeout=timeout)
     return sorted(meta.topics)
+
+
+
+@contextmanager
+def _metadata_consumer(config: dict):
+    from confluent_kafka import Consumer as KConsumer
+
+    consumer = KConsumer({**config, "group.id": "sparkwire-metadata", "enable.auto.commit": False})
+    try:
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def end_offsets(config: dict, topic: str, timeout: float = 10.0) -> list[int]:
+    """The next offset to be written in partitions 0, 1, ... of `topic` (high watermarks)."""
+    from confluent_kafka import TopicPartition
+
+    with _metadata_consumer(config) as consumer:
+        partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1] for p in partitions]
+
+
+def offsets_at(config: dict, topic: str, ms: int, timeout: float = 10.0) -> list[int]:
+    """For partitions 0, 1, ... of `topic`: the earliest offset whose timestamp is at or after
+    `ms` (milliseconds since the epoch), or the partition's end offset when there is none."""
+    from confluent_kafka import TopicPartition
+
+    with _metadata_consumer(config) as consumer:
+        partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
+        found = consumer.offsets_for_times([TopicPartition(topic, p, ms) for p in partitions], timeout=timeout)
+        offsets = []
+        for tp in found:
+            if tp.error is not None:
+                raise RuntimeError(f"partition {tp.partition}: {tp.error}")
+            if tp.offset < 0:  # no record that late: from the end
+                tp.offset = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=timeout)[1]
+            offsets.append(tp.offset)
+        return offsets

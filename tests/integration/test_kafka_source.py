@@ -12,7 +12,8 @@ FORMAT TEXT, BYTES, JSON, CSV; INCLUDE metadata with and without AS; ENVELOPE
 NONE and UPSERT; ENVELOPE UPSERT (ORDER BY (...)) with every example of the
 upsert-order-by seed and its persisted-vs-incoming table; the issue's example
 with SUBSCRIBE; the single-statement form (<name>_progress + <name>); decode
-errors (error state per key, VALUE DECODING ERRORS = INLINE); exactly once
+errors (error state per key, VALUE DECODING ERRORS = INLINE); START OFFSET and
+START TIMESTAMP; exactly once
 across kill -9; a broker outage (stalled, then resumed without loss); the
 ORDER BY across a restart.
 
@@ -425,6 +426,66 @@ def test_source_needs_an_existing_topic(conn, broker):
     conn.execute("CREATE SOURCE present FROM KAFKA CONNECTION kafka (TOPIC 'present')")
     with pytest.raises(psycopg.Error, match='reads topic "present"'):
         conn.execute("CREATE TABLE wrong_ref FROM SOURCE present (REFERENCE other) FORMAT TEXT")
+
+
+def test_start_offset_and_start_timestamp(conn, broker):
+    broker.create_topic("starts", 2)
+    broker.send("starts", *[rec(key=b"k", value=f"a{i}".encode(), partition=0, timestamp=1000 + i) for i in range(5)],
+                *[rec(key=b"k", value=f"b{i}".encode(), partition=1, timestamp=2000 + i) for i in range(3)])
+    read = 'SELECT partition, "offset" FROM {} ORDER BY 1, 2'
+
+    def records(p0: range, p1: range) -> list[tuple[int, int]]:
+        return [(0, o) for o in p0] + [(1, o) for o in p1]
+
+    # START OFFSET: the first offset to read in partitions 0, 1, ...; the source relation
+    # shows it as the next offset before anything is read.
+    conn.execute("CREATE SOURCE s_list FROM KAFKA CONNECTION kafka (TOPIC 'starts', START OFFSET (3, 1))")
+    conn.execute("CREATE TABLE t_list FROM SOURCE s_list (REFERENCE starts) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, read.format("t_list"), records(range(3, 5), range(1, 3)))
+    wait_rows(conn, read.format("s_list"), [(0, 5), (1, 3)])
+    # Fewer offsets than partitions: the others from their first; Materialize's [ ] and = spelling.
+    conn.execute("CREATE SOURCE s_one FROM KAFKA CONNECTION kafka (TOPIC 'starts', START OFFSET = [4])")
+    conn.execute("CREATE TABLE t_one FROM SOURCE s_one (REFERENCE starts) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, read.format("t_one"), records(range(4, 5), range(3)))
+    # The single-statement form takes it too.
+    conn.execute("CREATE SOURCE s_single FROM KAFKA CONNECTION kafka (TOPIC 'starts', START OFFSET 2) "
+                 "FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, read.format("s_single"), records(range(2, 5), range(3)))
+
+    # START TIMESTAMP: per partition the first record at or after it, or the end.
+    conn.execute("CREATE SOURCE s_ts FROM KAFKA CONNECTION kafka (TOPIC 'starts', START TIMESTAMP 1003)")
+    conn.execute("CREATE TABLE t_ts FROM SOURCE s_ts (REFERENCE starts) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, read.format("t_ts"), records(range(3, 5), range(3)))
+    conn.execute("CREATE SOURCE s_late FROM KAFKA CONNECTION kafka (TOPIC 'starts', START TIMESTAMP 2001)")
+    # Negative: that many milliseconds before now (these records are from 1970).
+    conn.execute("CREATE SOURCE s_recent FROM KAFKA CONNECTION kafka (TOPIC 'starts', START TIMESTAMP -60000)")
+    # Resolved once, when the source is created: a table made after more records arrive
+    # starts where the source said, not at the new end.
+    now = int(time.time() * 1000)
+    broker.send("starts", rec(key=b"k", value=b"a5", partition=0, timestamp=900),
+                rec(key=b"k", value=b"b3", partition=1, timestamp=now))
+    conn.execute("CREATE TABLE t_late FROM SOURCE s_late (REFERENCE starts) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, read.format("t_late"), records(range(5, 6), range(1, 4)))
+    conn.execute("CREATE TABLE t_recent FROM SOURCE s_recent (REFERENCE starts) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, read.format("t_recent"), records(range(5, 6), range(3, 4)))
+
+    bad = {
+        "START OFFSET (-1)": ("22023", "-1"),
+        "START OFFSET ('x')": ("22023", "'x'"),
+        "START OFFSET ()": ("22023", "at least one"),
+        "START OFFSET (1.5)": ("22023", "1.5"),
+        "START OFFSET (7, 0)": ("22023", "START OFFSET 7 for partition 0 of topic \"starts\" is past its end (offset 6)"),
+        "START OFFSET (1), START TIMESTAMP 5": ("22023", "both START OFFSET and START TIMESTAMP"),
+        "START TIMESTAMP 'yesterday'": ("22023", "START TIMESTAMP must be an integer"),
+        "START OFFSET (1), START OFFSET (2)": ("22023", "more than once"),
+        "GROUP ID PREFIX 'mine-'": ("0A000", "GROUP ID PREFIX is not supported"),
+        "START OFFSET (0 1)": ("42601", "syntax error"),
+    }
+    for options, (sqlstate, fragment) in bad.items():
+        err = refused(conn, f"CREATE SOURCE bad FROM KAFKA CONNECTION kafka (TOPIC 'starts', {options})")
+        assert (err.sqlstate, fragment in str(err)) == (sqlstate, True), (options, err.sqlstate, str(err))
+    assert "bad" not in source_rows(conn)
+    assert conn.execute("SELECT 1").fetchall() == [(1,)]
 
 
 def test_source_relation_before_any_ingestion(conn, broker):

@@ -150,3 +150,20 @@ def test_output_names_follow_postgres():
 def test_generate_series_becomes_a_spark_subquery():
     sql = to_spark(one("SELECT g FROM generate_series(1, 3) AS g").ast, resolve, CTX)
     assert "SEQUENCE(1, 3)" in sql and "EXPLODE" in sql
+
+
+def test_kafka_source_options_take_lists_and_negative_numbers():
+    options = dict(one("CREATE SOURCE s FROM KAFKA CONNECTION k "
+                       "(TOPIC 't', START OFFSET (0, 10, 100), START TIMESTAMP = -1000)").options)
+    assert options == {"topic": "t", "start offset": (0, 10, 100), "start timestamp": -1000}
+    assert dict(one("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET=[4])").options)[
+        "start offset"] == (4,)
+    assert dict(one("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET 2) FORMAT TEXT").options)[
+        "start offset"] == 2
+    # Anything but a whole number stays as written, for the server to name in its error.
+    assert dict(one("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', START OFFSET (1.5, 'x'))").options)[
+        "start offset"] == ("1.5", "x")
+    for bad in ("START OFFSET (0 1)", "START OFFSET (0,", "START OFFSET (,)"):
+        with pytest.raises(SqlError) as info:
+            one(f"CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', {bad})")
+        assert info.value.sqlstate == "42601"
