@@ -106,6 +106,7 @@ class KafkaTableRunner:
         self._lag_asked = 0.0  # monotonic time the broker was last asked for watermarks
         self._labels: dict[str, str] | None = None
         self._poll_s = 0.0
+        self._fill_timed_out = False
 
     @property
     def table(self) -> Item:
@@ -171,7 +172,7 @@ class KafkaTableRunner:
                     polling = time.perf_counter()
                     raw = await (pending if pending is not None else asyncio.to_thread(consumer.poll))
                     pending = None
-                    self._poll_s = time.perf_counter() - polling
+                    self._poll_s, self._fill_timed_out = time.perf_counter() - polling, consumer.fill_timed_out
                     if consumer.errors:
                         self.status, self.error = "stalled", consumer.errors[-1]
                         consumer.errors.clear()
@@ -260,6 +261,7 @@ class KafkaTableRunner:
             await self.coord.commit(ops, {self.table_id: updates} if updates.num_rows else {})
         log.debug("kafka batch", extra={
             "event": "kafka_batch", "table": self.table_id, "records": raw.num_rows, "poll_s": round(self._poll_s, 3),
+            "fill_timed_out": self._fill_timed_out,
             "inserted": result.inserted, "retracted": result.retracted,
             "spark_s": round(spark_done - started, 3), "commit_s": round(time.perf_counter() - spark_done, 3),
             **{f"{k}_s": round(v, 3) for k, v in result.seconds.items()}})

@@ -72,6 +72,9 @@ class Consumer:
         # Whether the last poll took every record the broker held: then fetching is paused
         # until the next poll, and there is nothing to poll for while a batch runs.
         self.caught_up = False
+        # Whether the last poll stopped waiting for records the broker was known to hold
+        # because its fill_wait ran out (offsets without a record, or a slow broker).
+        self.fill_timed_out = False
 
     def refresh_partitions(self) -> None:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -90,7 +93,7 @@ class Consumer:
                                   for p in sorted(found)])
 
     def poll(self, max_records: int = MAX_BATCH, timeout: float = 0.2,
-             max_bytes: int = MAX_BATCH_BYTES) -> pa.Table:
+             max_bytes: int = MAX_BATCH_BYTES, fill_wait: float = FILL_WAIT) -> pa.Table:
         """The records that are here now, up to `max_records` and about `max_bytes`; waits
         up to `timeout` for a first one.
 
@@ -99,6 +102,7 @@ class Consumer:
         cost of a Spark batch is shared by many records. Records taken up to the end, it
         stops fetching until the next poll (see _fetching)."""
         self._fetching(True)
+        self.fill_timed_out = False
         first = self.consumer.poll(timeout)
         if first is None:
             # Nothing to ingest, so no batch to keep the cores for: an idle table goes on
@@ -113,10 +117,18 @@ class Consumer:
         # a record (transaction markers, compaction) make this an overestimate: hence the
         # slack, and the bounded wait.
         waiting = min(max_records, 1 + self._backlog()) - _FILL_SLACK
-        deadline = time.monotonic() + FILL_WAIT
+        deadline = time.monotonic() + fill_wait
         while records < max_records and size < max_bytes:
-            wait = max(0.0, deadline - time.monotonic()) if records < waiting else 0
-            more = self.consumer.consume(num_messages=min(_CONSUME_CHUNK, max_records - records), timeout=wait)
+            wanted = min(_CONSUME_CHUNK, max_records - records)
+            if records < waiting:
+                # consume() returns when it has all it was asked for or at its timeout: asked
+                # for more than the broker still holds, it would wait out the whole timeout.
+                wanted, wait = min(wanted, waiting - records), max(0.0, deadline - time.monotonic())
+            else:
+                wait = 0
+            more = self.consumer.consume(num_messages=wanted, timeout=wait)
+            if wait and time.monotonic() >= deadline:
+                self.fill_timed_out = True
             if not more:
                 break
             chunks.append(self._records(more))

@@ -530,15 +530,22 @@ def test_a_backlog_is_taken_in_full_batches(broker):
         # What a batch waits for: the records past the consumer's position, partitions not
         # read from yet included (their watermarks are asked of the broker).
         backlog = [consumer._backlog()]
-        sizes = [consumer.poll(max_records=12_000).num_rows]
-        backlog.append(consumer._backlog())
-        sizes += [consumer.poll(max_records=12_000).num_rows for _ in range(2)]
+        # A generous fill wait: none of these polls may need it, however slow the machine.
+        sizes, timed_out = [], []
+        for _ in range(3):
+            sizes.append(consumer.poll(max_records=12_000, fill_wait=60).num_rows)
+            timed_out.append(consumer.fill_timed_out)
+            if len(sizes) == 1:
+                backlog.append(consumer._backlog())
         sizes.append(consumer.poll(max_records=12_000, timeout=0.5).num_rows)
         backlog.append(consumer._backlog())
     finally:
         consumer.close()
     assert sizes == [12_000, 12_000, 6_000, 0]
     assert backlog == [30_000, 18_000, 0]
+    # The last 6,000 came without waiting out the fill wait: asked for a full batch, the
+    # client's consume() would have held out for records the broker does not have.
+    assert timed_out == [False, False, False]
 
 
 def _fetch_requests(stats: list[dict]) -> int:
