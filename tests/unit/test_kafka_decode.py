@@ -5,12 +5,17 @@ functions over values, no Spark and no broker.
 
 from __future__ import annotations
 
+import sys
+
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner import kafka_syntax as ks
 from server.catalog import Item
 from server.kafka import batch_target, error_changes, table_layout
+from spark_backend import kafka_decode
 from spark_backend.kafka_decode import DecodePlan, check_side, decode_side, key_label
 
 
@@ -43,18 +48,47 @@ JSON_DOCUMENTS = [
     b'{"n": 1}', b'{"bb": 1, "a": [true, null]}', b"{nope", None, b"\xfe", b"NaN", b"[1, 2", b"",
     b'"\\u0000"', b'"\\ud800"', b'"\\ud83d\\ude00"', b'{"a": "\\u00e9"}', b"1" * 5000, b"1e999999",
     b"[" * 400 + b"]" * 400, b"[" * 3000 + b"]" * 3000, b'{"a": 1} x', b'"raw \x01 control"', b"  true  ",
+    b'{"a":1}{"b":2}', b"1 2", b"01", b"+1", b".5", b"1.", b"1.5e+", b"-", b"\xef\xbb\xbf{}", b"\x0c{}",
+    str(2 ** 70).encode(), b"-0", b"[-0.0e-0]", b'{"a": 1, "a": 2}', b"\t{}\r\n", b"Infinity", b"[1,]",
+    b'{"a" 1}', b"'a'", b"[" * 90 + b"]" * 90,
 ]
 
 
-def test_checking_json_finds_exactly_the_errors_decoding_does():
-    """Records that only take part in picking a key's winner are checked, not decoded:
-    the check must fail on the same documents, with the same message, as decoding."""
-    raw = pa.array(JSON_DOCUMENTS, pa.binary())
+def _same_errors_checked_and_decoded(documents: list[bytes | None]) -> list[str | None]:
+    raw = pa.array(documents, pa.binary())
     checked = check_side(("json", 0), 1, raw).to_pylist()
     full = decode_side(("json", 0), 1, raw).to_pylist()
-    assert [r["err"] for r in checked] == [r["err"] for r in full]
+    assert [r["err"] for r in checked] == [r["err"] for r in full], documents
     assert all(r["c0"] is None for r in checked)
-    assert sum(r["err"] is not None for r in full) == 11  # the corpus has both kinds
+    return [r["err"] for r in full]
+
+
+@pytest.fixture(params=["orjson", "json module"])
+def json_check(request, monkeypatch):
+    """check_side with its native parser (orjson) and with the json module it falls back to."""
+    if request.param == "json module":
+        monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson raises ImportError
+    kafka_decode._json_check.cache_clear()
+    yield request.param
+    kafka_decode._json_check.cache_clear()
+
+
+def test_checking_json_finds_exactly_the_errors_decoding_does(json_check):
+    """Records that only take part in picking a key's winner are checked, not decoded:
+    the check must fail on the same documents, with the same message, as decoding."""
+    errors = _same_errors_checked_and_decoded(JSON_DOCUMENTS)
+    assert sum(e is not None for e in errors) == 25  # the corpus has both kinds
+
+
+_JSON_PIECES = [*'{}[]",:0123456789-+.eE \t\n\\/ab', "true", "false", "null", '"k"', "1e5", "\x00", "\x01", "é",
+                "\ufeff", "\\u00e9", "\\ud800", "\\u0000"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_JSON_PIECES), max_size=12).map("".join), min_size=1, max_size=20))
+def test_checking_random_documents_agrees_with_decoding(texts):
+    # orjson when installed (as here): a document it accepts must also be one jsonb accepts.
+    _same_errors_checked_and_decoded([t.encode("utf-8", "surrogatepass") for t in texts])
 
 
 def test_csv_columns():
