@@ -5,7 +5,7 @@
         PASSWORD SECRET s, DATABASE 'd') [WITH (VALIDATE = bool)]
     CREATE SOURCE [IF NOT EXISTS] name FROM POSTGRES CONNECTION c (PUBLICATION 'p')
     CREATE SOURCE [IF NOT EXISTS] name FROM KAFKA CONNECTION c (TOPIC 't'
-        [, START OFFSET (n, ...) | , START TIMESTAMP ms] [, GROUP ID PREFIX 'p']) [table clauses]
+        [, START OFFSET (n, ...) | , START TIMESTAMP ms]) [table clauses]
     CREATE TABLE name [(col, ...)] FROM SOURCE s (REFERENCE [schema.]table)
         [WITH (TEXT COLUMNS (col, ...))]
     DROP {SECRET | CONNECTION | SOURCE} [IF EXISTS] name [, ...] [CASCADE]

@@ -64,7 +64,7 @@ def table_layout(spec: ks.KafkaSpec) -> tuple[list[Column], DecodePlan]:
     if dup is not None:
         raise SqlError("42701", f'column "{dup}" specified more than once: rename it with INCLUDE ... AS')
     plan = DecodePlan(key_fmt, (vf.kind, vf.columns), tuple(key_cols), tuple(value_cols),
-                            spec.inline_errors, key_required=spec.envelope == "upsert")
+                      spec.inline_errors, key_required=spec.envelope == "upsert")
     return columns, plan
 
 

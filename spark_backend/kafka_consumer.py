@@ -235,12 +235,13 @@ def check_broker(config: dict, timeout: float = 5.0) -> list[str]:
 
 
 @contextmanager
-def _metadata_consumer(config: dict):
+def _metadata_consumer(config: dict, topic: str, timeout: float):
+    """A client for questions about `topic`, and the topic's partition numbers in order."""
     from confluent_kafka import Consumer as KConsumer
 
     consumer = KConsumer({**config, "group.id": "sparkwire-metadata", "enable.auto.commit": False})
     try:
-        yield consumer
+        yield consumer, sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
     finally:
         consumer.close()
 
@@ -249,8 +250,7 @@ def end_offsets(config: dict, topic: str, timeout: float = 10.0) -> list[int]:
     """The next offset to be written in partitions 0, 1, ... of `topic` (high watermarks)."""
     from confluent_kafka import TopicPartition
 
-    with _metadata_consumer(config) as consumer:
-        partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
+    with _metadata_consumer(config, topic, timeout) as (consumer, partitions):
         return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1] for p in partitions]
 
 
@@ -259,8 +259,7 @@ def offsets_at(config: dict, topic: str, ms: int, timeout: float = 10.0) -> list
     `ms` (milliseconds since the epoch), or the partition's end offset when there is none."""
     from confluent_kafka import TopicPartition
 
-    with _metadata_consumer(config) as consumer:
-        partitions = sorted(consumer.list_topics(topic, timeout=timeout).topics[topic].partitions)
+    with _metadata_consumer(config, topic, timeout) as (consumer, partitions):
         found = consumer.offsets_for_times([TopicPartition(topic, p, ms) for p in partitions], timeout=timeout)
         offsets = []
         for tp in found:
