@@ -321,11 +321,13 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
     if topic not in topics:
         raise SqlError("42704", f'topic "{topic}" does not exist on the broker')
     if start_ms is not None:
-        start = await asyncio.to_thread(_broker_call, kafka_consumer.offsets_at, config, topic, start_ms)
+        start = await asyncio.to_thread(_broker_call, "read the start offsets from", kafka_consumer.offsets_at,
+                                        config, topic, start_ms)
     elif start:
         # Past a partition's end, the consumer would find its offset out of range and start
         # over from the beginning: refused rather than read from where it was not asked to.
-        ends = await asyncio.to_thread(_broker_call, kafka_consumer.end_offsets, config, topic)
+        ends = await asyncio.to_thread(_broker_call, "read the start offsets from", kafka_consumer.end_offsets,
+                                       config, topic)
         for p, (offset, end) in enumerate(zip(start, ends)):
             if offset > end:
                 raise SqlError(INVALID_PARAMETER_VALUE, f"START OFFSET {offset} for partition {p} of topic "
@@ -407,12 +409,12 @@ def _start_time(value: object) -> int:
     return value if value >= 0 else int(time.time() * 1000) + value
 
 
-def _broker_call(fn, config: dict, *args):
+def _broker_call(what: str, fn, config: dict, *args):
+    """fn(config, *args), a question to the broker; a failure is 08006 saying what was asked."""
     try:
         return fn(config, *args)
     except Exception as exc:
-        raise SqlError("08006", f"cannot read the start offsets from Kafka broker {config.get('bootstrap.servers')}: "
-                                f"{exc}") from exc
+        raise SqlError("08006", f"cannot {what} Kafka broker {config.get('bootstrap.servers')}: {exc}") from exc
 
 
 def _checked_spec(clauses: str) -> ks.KafkaSpec:
@@ -426,10 +428,7 @@ def _checked_spec(clauses: str) -> ks.KafkaSpec:
 
 
 def _topics(config: dict) -> list[str]:
-    try:
-        return kafka_consumer.check_broker(config)
-    except Exception as exc:
-        raise SqlError("08006", f"cannot reach Kafka broker {config.get('bootstrap.servers')}: {exc}") from exc
+    return _broker_call("reach", kafka_consumer.check_broker, config)
 
 
 async def check_kafka(manager, connection: Item) -> None:

@@ -1,6 +1,8 @@
 """A Kafka table's consumer: confluent-kafka reading one topic from explicit offsets into
 Arrow batches of raw records (RAW_SCHEMA), a lone record at once and a backlog many at a
-time, and the broker check made when a connection is created."""
+time; and the questions asked of the broker outside a table's consumer: whether it answers
+(when a connection or source is created), and where a source's START OFFSET or START
+TIMESTAMP puts each partition."""
 
 from __future__ import annotations
 
@@ -231,7 +233,6 @@ def check_broker(config: dict, timeout: float = 5.0) -> list[str]:
     admin = AdminClient({**config})
     meta = admin.list_topics(timeout=timeout)
     return sorted(meta.topics)
-
 
 
 @contextmanager
