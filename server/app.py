@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from server import metrics
 from server.connection import Connection
 from server.coordinator import Coordinator
+from server.kafka import SPARK_READS
 from server.metrics import serve_metrics
 from server.protocol.scram import make_verifier
 from server.sources import SourceManager
@@ -36,6 +37,7 @@ class Config:
     require_tls: bool = False
     users_file: str | None = None  # lines of user:password (or user:SCRAM-SHA-256$... verifiers)
     spark_conf: dict[str, str] = field(default_factory=dict)  # --spark-conf KEY=VALUE
+    kafka_spark_reads: int = SPARK_READS  # --kafka-spark-reads
 
 
 class Server:
@@ -43,7 +45,7 @@ class Server:
         self.config = config
         self.engine = SparkEngine(config.spark_master, conf=config.spark_conf)
         self.coordinator = Coordinator(config.data_dir, self.engine)
-        self.sources = SourceManager(self.coordinator)
+        self.sources = SourceManager(self.coordinator, config.kafka_spark_reads)
         self.sessions: dict[int, Connection] = {}
         self._pids = itertools.count(os.getpid() * 1000 % 2_000_000_000 + 1)
         self.mock_secret = secrets.token_bytes(16)

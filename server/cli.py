@@ -31,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="file of user:password lines; every listed user logs in with SCRAM-SHA-256")
     serve.add_argument("--metrics-port", type=int, default=6876,
                        help="port of the Prometheus /metrics HTTP endpoint (0 turns it off)")
+    serve.add_argument("--kafka-spark-reads", type=int, metavar="RECORDS",
+                       help="a Kafka table's backlog of at least RECORDS records is read by Spark's tasks "
+                            "rather than polled by the server; 0: never (default: 100000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--log-format", default="text", choices=["text", "json"])
     serve.add_argument("--password", default=os.environ.get("SPARKWIRE_PASSWORD"),
@@ -96,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
 
     config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password,
                     args.metrics_port, args.tls_cert, args.tls_key, args.require_tls, args.users_file,
-                    spark_conf=spark_conf)
+                    spark_conf=spark_conf,
+                    **({} if args.kafka_spark_reads is None else {"kafka_spark_reads": args.kafka_spark_reads}))
     try:
         import uvloop
 

@@ -16,16 +16,15 @@ import logging
 import threading
 import time
 
-import pyarrow as pa
-
 from planner import kafka_syntax as ks
 from planner import source_syntax as srcs
 from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 from planner.types import BY_NAME, SqlType
 from server.catalog import Column, Item
-from server.metrics import SOURCE_LAG, SOURCE_ROWS
+from server.metrics import KAFKA_BATCHES, SOURCE_LAG, SOURCE_ROWS
 from spark_backend import kafka_batch, kafka_consumer
 from spark_backend.kafka_decode import DecodePlan, key_label
+from spark_backend.kafka_read import Backlog, backlog_ranges
 
 log = logging.getLogger("sparkwire.kafka")
 
@@ -88,6 +87,10 @@ def _spec_from_json(d: dict) -> ks.KafkaSpec:
 # How often the lag asks the broker for the high watermarks (in between, the
 # watermarks the consumer learnt with its fetches are used: no round trip).
 LAG_BROKER_INTERVAL = 5.0
+# A backlog of at least this many records is read by Spark's tasks (kafka_read), one per
+# partition or slice of one, rather than polled by the server's one consumer; fewer are
+# polled, which is quicker for a few records (no tasks to start, no consumer to connect).
+SPARK_READS = 100_000
 IDLE_POLLS_PER_REFRESH = 5  # polls wait up to 0.2 s each: partitions and lag about once a second
 
 
@@ -161,6 +164,10 @@ class KafkaTableRunner:
                     kafka_consumer.Consumer, config, source.details["topic"], offsets,
                     timestamps="__ts" in target.sources or "timestamp" in target.order,
                     headers="__headers" in target.sources)
+                # Backlogs of at least this many records are read by Spark's tasks.
+                spark_reads = self.manager.kafka_spark_reads
+                if spark_reads:
+                    consumer.stand_aside()  # until the backlog is known to be small
                 await asyncio.to_thread(consumer.refresh_partitions)
                 self.status, self.error = "running", None
                 await self._refresh_lag(consumer, ask_broker=True)
@@ -169,8 +176,21 @@ class KafkaTableRunner:
                 backoff = 0.5
                 idle_polls = 0
                 while not self._stop.is_set() and not self._dropped():
+                    # Caught up, the consumer's next poll takes what comes; otherwise a large
+                    # backlog (a new table's, or one left after a full poll) is Spark's to read.
+                    if spark_reads and pending is None and (consumer.aside or not consumer.caught_up):
+                        backlog = await self._backlog(consumer, config, spark_reads)
+                        if backlog is not None:
+                            self._poll_s, self._fill_timed_out = 0.0, False
+                            await asyncio.to_thread(consumer.stand_aside)
+                            await self._ingest(spec, plan, target, backlog)
+                            await self._refresh_lag(consumer, ask_broker=True)
+                            continue
+                        if consumer.aside:
+                            await asyncio.to_thread(consumer.take_over, self._next_offsets())
                     polling = time.perf_counter()
-                    raw = await (pending if pending is not None else asyncio.to_thread(consumer.poll))
+                    raw = await (pending if pending is not None else
+                                 asyncio.to_thread(consumer.poll, spark_reads or kafka_consumer.MAX_BATCH))
                     pending = None
                     self._poll_s, self._fill_timed_out = time.perf_counter() - polling, consumer.fill_timed_out
                     if consumer.errors:
@@ -191,8 +211,9 @@ class KafkaTableRunner:
                     # works on this one. Nothing is acknowledged by polling: if this batch
                     # fails, the consumer is recreated from the durable offsets and the polled
                     # batch is dropped. Caught up, the next poll waits for the batch's end.
-                    if not consumer.caught_up:
-                        pending = asyncio.ensure_future(asyncio.to_thread(consumer.poll))
+                    if not consumer.caught_up and not (spark_reads and consumer.remaining >= spark_reads):
+                        pending = asyncio.ensure_future(asyncio.to_thread(consumer.poll, spark_reads or
+                                                                          kafka_consumer.MAX_BATCH))
                     await self._ingest(spec, plan, target, raw)
                     await self._refresh_lag(consumer)
             except asyncio.CancelledError:
@@ -209,6 +230,19 @@ class KafkaTableRunner:
                 if consumer is not None:
                     await asyncio.to_thread(consumer.close)
 
+    def _next_offsets(self) -> dict[int, int]:
+        """The durable offsets: each partition's next record to ingest."""
+        return {int(p): o for p, o in self.table.details["source"].get("offsets", {}).items()}
+
+    async def _backlog(self, consumer: kafka_consumer.Consumer, config: dict, at_least: int) -> Backlog | None:
+        """The records not yet ingested, up to a batch's worth, when there are `at_least`."""
+        # A consumer that fetches learns the watermarks with its fetches; one standing aside asks.
+        unread = await asyncio.to_thread(consumer.unread, self._next_offsets(), consumer.aside)
+        if unread is None or sum(end - start for start, end in unread.values()) < at_least:
+            return None
+        return Backlog(config, consumer.topic, backlog_ranges(unread, kafka_consumer.MAX_BATCH),
+                       consumer.timestamps, consumer.headers)
+
     async def _refresh_lag(self, consumer: kafka_consumer.Consumer, ask_broker: bool = False) -> None:
         """Set the lag gauge: what the topic holds beyond the table's durable offsets."""
         if self._dropped():
@@ -218,9 +252,8 @@ class KafkaTableRunner:
             ask_broker = True
         if ask_broker:
             self._lag_asked = now
-        next_offsets = {int(p): o for p, o in self.table.details["source"].get("offsets", {}).items()}
         try:
-            lag = await asyncio.to_thread(consumer.lag, next_offsets, ask_broker)
+            lag = await asyncio.to_thread(consumer.lag, self._next_offsets(), ask_broker)
         except Exception as exc:  # noqa: BLE001 - the figure waits for the next refresh
             log.debug("kafka lag unknown: %s", exc)
             return
@@ -230,7 +263,7 @@ class KafkaTableRunner:
             SOURCE_LAG.set(lag, **self._metric_labels(), unit="messages")
 
     async def _ingest(self, spec: ks.KafkaSpec, plan: DecodePlan, target: kafka_batch.Target,
-                      raw: pa.Table) -> None:
+                      raw: kafka_batch.Records) -> None:
         started = time.perf_counter()
         if spec.envelope == "upsert":
             # Read the persisted rows at the latest commit: this runner is the table's only
@@ -241,9 +274,12 @@ class KafkaTableRunner:
         else:
             result = await self.coord.engine.run(kafka_batch.append_batch, plan, raw, target, self.coord.store)
             errors = result.errors
-        last = raw.group_by("partition").aggregate([("offset", "max")])
-        offsets = {str(p): o + 1 for p, o in zip(last.column("partition").to_pylist(),
-                                                 last.column("offset_max").to_pylist())}
+        if isinstance(raw, Backlog):
+            offsets = raw.next_offsets()
+        else:
+            last = raw.group_by("partition").aggregate([("offset", "max")])
+            offsets = {str(p): o + 1 for p, o in zip(last.column("partition").to_pylist(),
+                                                     last.column("offset_max").to_pylist())}
         details = {"source": {"offsets": offsets}}
         if errors:
             # A new error always overrides an old one; None (a later record or tombstone) heals.
@@ -260,7 +296,8 @@ class KafkaTableRunner:
                 return  # dropped while the batch ran: its collection is gone
             await self.coord.commit(ops, {self.table_id: updates} if updates.num_rows else {})
         log.debug("kafka batch", extra={
-            "event": "kafka_batch", "table": self.table_id, "records": raw.num_rows, "poll_s": round(self._poll_s, 3),
+            "event": "kafka_batch", "table": self.table_id, "records": raw.num_rows,
+            "read_by": "spark" if isinstance(raw, Backlog) else "server", "poll_s": round(self._poll_s, 3),
             "fill_timed_out": self._fill_timed_out,
             "inserted": result.inserted, "retracted": result.retracted,
             "spark_s": round(spark_done - started, 3), "commit_s": round(time.perf_counter() - spark_done, 3),
@@ -269,6 +306,7 @@ class KafkaTableRunner:
             self.key_errors = details["source"]["errors"]
         self.manager.rows_ingested += updates.num_rows
         SOURCE_ROWS.inc(updates.num_rows, **self._metric_labels())
+        KAFKA_BATCHES.inc(1, **self._metric_labels(), read_by="spark" if isinstance(raw, Backlog) else "server")
 
 
 def error_changes(events: list[dict], key_errors: dict[str, dict]) -> dict[str, dict | None]:

@@ -151,6 +151,9 @@ ROWS_SENT = REGISTRY.counter("sparkwire_subscribe_rows_total", "Rows emitted by 
 # bytes of WAL for PostgreSQL, messages for Kafka (label `unit`).
 SOURCE_ROWS = REGISTRY.counter("sparkwire_source_rows_ingested_total",
                                "Updates (inserts and retractions) written to tables from sources.")
+KAFKA_BATCHES = REGISTRY.counter("sparkwire_kafka_batches_total",
+                                 "Batches written to Kafka tables, by who read their records: the server "
+                                 "(polled) or spark (a backlog read by Spark's tasks).")
 SOURCE_LAG = REGISTRY.gauge("sparkwire_source_lag",
                             "Upstream data not yet ingested: WAL bytes (postgres) or messages (kafka).")
 

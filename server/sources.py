@@ -469,8 +469,11 @@ def _upstream_from_json(d: dict) -> pg.UpstreamTable:
 # -- the manager and the statements ------------------------------------------------------
 
 class SourceManager:
-    def __init__(self, coord) -> None:
+    def __init__(self, coord, kafka_spark_reads: int = kafka.SPARK_READS) -> None:
         self.coord = coord
+        # A Kafka table's backlog of at least this many records is read by Spark's tasks
+        # rather than polled by the server (0: never).
+        self.kafka_spark_reads = kafka_spark_reads
         coord.sources = self  # mz_internal.mz_source_statuses reads the runners' status
         self.runners: dict[str, PostgresSourceRunner] = {}
         self.kafka_runners: dict[str, kafka.KafkaTableRunner] = {}  # by table id

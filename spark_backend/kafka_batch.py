@@ -1,7 +1,8 @@
 """Kafka records → decoded rows → a table's updates, as Spark work on each micro-batch.
 
-Each batch of raw records (from kafka_consumer) goes to Spark as one Parquet file in the
-data directory's scratch folder (faster than an Arrow hand-over: see _handed_over). Spark
+Each batch of raw records polled by the server (kafka_consumer) goes to Spark as one
+Parquet file in the data directory's scratch folder (faster than an Arrow hand-over: see
+_handed_over); a backlog is read by Spark's own tasks instead (kafka_read). Spark
 decodes it (kafka_decode): TEXT and BYTES with its own expressions, JSON and CSV with an
 Arrow UDF (Python, in Spark's workers) over just the key or value column. For ENVELOPE
 NONE every decoded record is a new row. For ENVELOPE UPSERT the same Spark work picks each
@@ -14,6 +15,7 @@ change a key's error state; the server keeps no copy of the table.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -30,7 +32,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from planner.types import SqlType
+from spark_backend.kafka_consumer import RAW_DDL
 from spark_backend.kafka_decode import DecodePlan, decode_value, decoder_udf
+from spark_backend.kafka_read import Backlog, backlog_df, read_failure
 from spark_backend.reads import changes_df, has_retractions
 from spark_backend.schema import DIFF, TS, physical, storage_arrow_schema
 from spark_backend.storage import Store
@@ -121,9 +125,6 @@ def batch_session(spark: SparkSession) -> SparkSession:
         return session
 
 
-_RAW_DDL = "key BINARY, value BINARY, partition INT, offset BIGINT, timestamp BIGINT, headers STRING"
-
-
 # Rows per row group of a batch's hand-over file. Spark splits a file among its cores by
 # bytes, but a split reads only the row groups whose middle falls in it: one row group
 # (pyarrow's default up to 1Mi rows) decodes and pre-aggregates a whole batch on one core.
@@ -138,28 +139,45 @@ def write_handover(raw: pa.Table, path: str | Path) -> None:
                    row_group_size=HANDOVER_ROW_GROUP)
 
 
+Records = pa.Table | Backlog  # a batch: polled records, or offset ranges for Spark to read
+
+
 @contextmanager
-def _handed_over(spark: SparkSession, store: Store, raw: pa.Table) -> Iterator[DataFrame]:
+def _handed_over(spark: SparkSession, store: Store, raw: Records, plan: DecodePlan,
+                 values_later: bool = False) -> Iterator[DataFrame]:
     """The batch's raw records as a DataFrame, for as long as the block runs.
 
-    The records go to Spark as a Parquet file in the data directory's scratch folder
+    A Backlog is read by Spark's tasks (kafka_read), which also decode what needs Python
+    (see _decoded). Polled records go to Spark as a Parquet file in the data directory's scratch folder
     rather than through createDataFrame: Spark's vectorized Parquet reader takes a
     5e5-record batch 2-4x faster than the Arrow hand-over through the driver, which
     turns the batch into one local relation and splits it on the JVM side (bench_kafka's
     floor measures both). The file is not fsynced: it is read back at once and a crash
     loses nothing that the durable offsets would not replay."""
+    if isinstance(raw, Backlog):
+        decoders = tuple((side, plan.format(side), plan.width(side), values_later and side == "value")
+                         for side in plan.python_sides())
+        try:
+            yield backlog_df(spark, dataclasses.replace(raw, decoders=decoders))
+        except Exception as exc:
+            reason = read_failure(exc)
+            if reason is None:
+                raise
+            raise RuntimeError(reason) from exc  # what the table's status shows, not a traceback
+        return
     path = store.scratch / f"kafka-{uuid.uuid4().hex}.parquet"
     write_handover(raw, path)
     try:
-        yield spark.read.schema(_RAW_DDL).parquet(str(path))
+        yield spark.read.schema(RAW_DDL).parquet(str(path))
     finally:
         path.unlink(missing_ok=True)
 
 
 def _decoded(plan: DecodePlan, df: DataFrame, values_later: bool = False) -> DataFrame:
     """The records decoded. `values_later`: Python-decoded values are only checked (their
-    columns NULL), for `_decode_values` to decode once each key's winner is known."""
-    sides = plan.python_sides()
+    columns NULL), for `_decode_values` to decode once each key's winner is known. A side
+    that needs Python is decoded by an Arrow UDF, unless the reader has (a column __<side>)."""
+    sides = [side for side in plan.python_sides() if f"__{side}" not in df.columns]
     if sides:
         df = df.select("*", *[decoder_udf(plan, side, check_only=values_later and side == "value")(F.col(side))
                               .alias(f"__{side}") for side in sides])
@@ -185,11 +203,11 @@ def _updates(rows: pa.Table, types: tuple[SqlType, ...], diff: int) -> pa.Table:
         storage_arrow_schema(list(types)))
 
 
-def append_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: Target, store: Store) -> BatchResult:
+def append_batch(spark: SparkSession, plan: DecodePlan, raw: Records, target: Target, store: Store) -> BatchResult:
     """ENVELOPE NONE: every record that decodes is a new row; the others are errors."""
     spark = batch_session(spark)
     cols = [f"{target.column_sql(i)} AS {physical(i)}" for i in range(len(target.types))]
-    with _handed_over(spark, store, raw) as df:
+    with _handed_over(spark, store, raw, plan) as df:
         out = _decoded(plan, df).selectExpr(*cols, "__err", "__partition", "__offset").toArrow()
     ok = pc.is_null(out.column("__err"))
     rows = out.filter(ok).select([physical(i) for i in range(len(target.types))])
@@ -207,7 +225,7 @@ _names = itertools.count()
 RESTRICT_RATIO = 4
 
 
-def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: Target, store: Store, as_of: int,
+def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: Records, target: Target, store: Store, as_of: int,
                  keys_in_error: bool) -> BatchResult:
     """ENVELOPE UPSERT: each key's winner in the batch, against the table's persisted row.
 
@@ -233,17 +251,25 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
     # such record keeps its own error; with INLINE errors it is one NULL key like any other.
     kid = "CAST(NULL AS BINARY)" if target.inline_errors else f"CASE WHEN `{key}` IS NULL THEN __key_raw END"
     started = time.perf_counter()
-    small = raw.num_rows <= SMALL_BATCH
-    with _handed_over(spark, store, raw) as records:
+    small = isinstance(raw, pa.Table) and raw.num_rows <= SMALL_BATCH
+    snapshot = store.files(target.collection_id, as_of)
+    # The stored rows are restricted to the batch's keys only when the table is much larger
+    # than the batch (_stored_rows): then decoding a small batch's keys a second time costs
+    # little.
+    restrict = not small and raw.num_rows * RESTRICT_RATIO < sum(f.rows for f in snapshot[0])
+    # A JSON value is only checked before each key's winner is known, and decoded for the
+    # winners: putting a document in jsonb's canonical form costs several times more than
+    # parsing it, and a backlog holds several records per key.
+    values_later = plan.value_format[0] == "json"
+    with _handed_over(spark, store, raw, plan, values_later) as records:
         if small:
             # A few records (what a lone new record is): one partition, so that neither the
             # winners' aggregation nor the netting of stored rows nor the join needs a
             # shuffle, and the batch is one Spark stage rather than a job per exchange.
             records = records.coalesce(1)
-        # A JSON value is only checked here and decoded for each key's winner: putting a
-        # document in jsonb's canonical form costs several times more than parsing it, and
-        # a backlog holds several records per key.
-        values_later = plan.value_format[0] == "json"
+        elif restrict and isinstance(raw, Backlog):
+            # Read from the broker once, though the batch's records are read twice.
+            records = records.localCheckpoint()
         decoded = _decoded(plan, records, values_later).selectExpr(
             *(f"`{c}`" for c in target.record_columns(plan, raw_value=values_later)), f"{kid} AS __kid")
         seconds = {"to_spark": time.perf_counter() - started}
@@ -279,15 +305,13 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: pa.Table, target: T
                     FROM (SELECT max_by(struct(*), struct(__offset, __err IS NOT NULL)) AS __w,
                                  max(CASE WHEN __err IS NOT NULL THEN __offset END) AS __e
                           FROM {views['batch']} GROUP BY {part})""")
-            # The batch's keys are read only when the table is much larger than the batch
-            # (_stored_rows): then decoding a small batch's keys a second time costs little.
-            keys = decoded
             if values_later:
                 winners = _decode_values(plan, winners)
             winners.createOrReplaceTempView(views["winners"])
             kpos = target.stored(key)
-            stored_df = _stored_rows(spark, store, target, as_of, keys.select(F.col(f"`{key}`").alias("__k")), kpos,
-                                     raw.num_rows, batch_keys(plan, raw) if small else None)
+            stored_df = _stored_rows(spark, store, target, as_of, snapshot, kpos,
+                                     decoded.select(F.col(f"`{key}`").alias("__k")) if restrict else None,
+                                     batch_keys(plan, raw) if small else None)
             stored_df.createOrReplaceTempView(views["stored"])
             is_err = "false" if target.inline_errors else "w.__err IS NOT NULL"
             pairs = []
@@ -340,18 +364,17 @@ def _newer(pairs: list[tuple[str, str]]) -> str:
     return f"({a} > {b} OR ({a} = {b} AND {_newer(rest)}))"
 
 
-def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, keys: DataFrame, kpos: int,
-                 batch_records: int, key_values: list | None = None) -> DataFrame:
-    """The table's rows at `as_of` whose key (column `kpos`) is in `keys`, as columns
-    __o0, __o1, ... and __present.
+def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, snapshot, kpos: int,
+                 keys: DataFrame | None = None, key_values: list | None = None) -> DataFrame:
+    """The table's rows at `as_of` (its files: `snapshot`) whose key (column `kpos`) is
+    in the batch, as columns __o0, __o1, ... and __present.
 
-    Read through the same changelog as queries. When the batch is small next to the
-    table, the batch's keys are applied before retractions are netted out, so the cost
+    Read through the same changelog as queries. `keys` (column __k), given when the batch
+    is small next to the table, are applied before retractions are netted out, so the cost
     follows the rows of those keys; a batch about as large as the table reads it all
     (broadcasting its keys would cost more than the rows it could skip). `key_values`,
     the keys of a small batch decoded beforehand, filter the rows as literals instead,
     read as one partition (see upsert_batch)."""
-    snapshot = store.files(target.collection_id, as_of)
     changes = changes_df(spark, store, target.collection_id, list(target.types), as_of, snapshot=snapshot)
     cols = [physical(i) for i in range(len(target.types))]
     mine = changes
@@ -362,7 +385,7 @@ def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, 
         if len(known) < len(key_values):
             wanted = wanted | column.isNull()
         mine = changes.where(wanted).coalesce(1)
-    elif batch_records * RESTRICT_RATIO < sum(f.rows for f in snapshot[0]):
+    elif keys is not None:
         mine = changes.join(F.broadcast(keys), changes[physical(kpos)].eqNullSafe(keys["__k"]), "left_semi")
     if has_retractions(store, target.collection_id, as_of, None, snapshot[0]):
         mine = mine.groupBy(*cols).agg(F.sum(DIFF).alias("__n")).where("__n > 0")

@@ -19,6 +19,7 @@ RAW_SCHEMA = pa.schema([
     pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("partition", pa.int32()),
     pa.field("offset", pa.int64()), pa.field("timestamp", pa.int64()), pa.field("headers", pa.string()),
 ])
+RAW_DDL = "key BINARY, value BINARY, partition INT, offset BIGINT, timestamp BIGINT, headers STRING"
 
 # Records in one Spark batch when there is a backlog. A batch's Spark work has a fixed
 # cost (planning, three jobs) and, polled beside the batch before it, the next batch's
@@ -44,6 +45,25 @@ def headers_json(headers: list[tuple[str, bytes | None]] | None) -> str:
             value = v.hex()
         out.append({"key": k, "value": value})
     return json.dumps(out)
+
+
+def records_table(msgs: list, timestamps: bool, headers: bool, partition: int | None = None) -> pa.Table:
+    """Messages (without errors) as raw records; a record's timestamp and headers only when
+    asked for (the loop over the records runs in Python: each field costs), and `partition`
+    when every message is known to be from that one."""
+    n = len(msgs)
+    # One comprehension per field: each is a tight loop, faster than appending to six lists.
+    tss = pa.array([m.timestamp()[1] for m in msgs], pa.int64()) if timestamps else pa.nulls(n, pa.int64())
+    if headers:
+        hdrs = pa.array([headers_json(h) if (h := m.headers()) else _NO_HEADERS for m in msgs], pa.string())
+    else:
+        hdrs = pa.nulls(n, pa.string())
+    return pa.Table.from_arrays([pa.array([m.key() for m in msgs], pa.binary()),
+                                 pa.array([m.value() for m in msgs], pa.binary()),
+                                 pa.array([m.partition() for m in msgs], pa.int32()) if partition is None
+                                 else pa.repeat(pa.scalar(partition, pa.int32()), n),
+                                 pa.array([m.offset() for m in msgs], pa.int64()), tss, hdrs],
+                                schema=RAW_SCHEMA)
 
 
 class Consumer:
@@ -74,13 +94,17 @@ class Consumer:
         # Whether the last poll took every record the broker held: then fetching is paused
         # until the next poll, and there is nothing to poll for while a batch runs.
         self.caught_up = False
+        self.remaining = 0  # records past the last poll, by the watermarks the client knew then
         # Whether the last poll stopped waiting for records the broker was known to hold
         # because its fill_wait ran out (offsets without a record, or a slow broker).
         self.fill_timed_out = False
+        # Whether it leaves the records to Spark's tasks (stand_aside): then it fetches
+        # nothing until take_over, and only answers questions about the topic.
+        self.aside = False
+        self._assigned = False
 
     def refresh_partitions(self) -> None:
-        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
+        """Learn the topic's partitions; a consumer not standing aside fetches from each."""
         meta = self.consumer.list_topics(self.topic, timeout=5)
         topic = meta.topics.get(self.topic)
         if topic is None or topic.error is not None:
@@ -89,10 +113,40 @@ class Consumer:
         # A partition without a leader has nobody to wake.
         self._leaders = {part.leader: p for p, part in topic.partitions.items() if part.leader >= 0}
         if found != self.partitions:
-            self._fetching(True)  # librdkafka keeps a partition's pause across assignments
+            if self._assigned:
+                # The partitions read so far go on from where the polls left them, not from
+                # where they started.
+                self.offsets.update({tp.partition: tp.offset for tp in self.consumer.position(self._topic_partitions())
+                                     if tp.offset >= 0})
             self.partitions = found
-            self.consumer.assign([TopicPartition(self.topic, p, self.offsets.get(p, OFFSET_BEGINNING))
-                                  for p in sorted(found)])
+            if not self.aside:
+                self._assign()
+
+    def stand_aside(self) -> None:
+        """Fetch nothing (Spark's tasks read the backlog: kafka_read); what was prefetched goes."""
+        self.aside = True
+        if self._assigned:
+            self.consumer.unassign()
+            self._assigned = self._paused = self.caught_up = False
+
+    def take_over(self, offsets: dict[int, int]) -> None:
+        """Fetch again, from `offsets` (each partition's next offset to ingest)."""
+        self.aside = False
+        self.offsets.update(offsets)
+        self._assign()
+
+    def _assign(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        self._fetching(True)  # librdkafka keeps a partition's pause across assignments
+        self.consumer.assign([TopicPartition(self.topic, p, self.offsets.get(p, OFFSET_BEGINNING))
+                              for p in sorted(self.partitions)])
+        self._assigned = True
+
+    def _topic_partitions(self) -> list:
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(self.topic, p) for p in sorted(self.partitions)]
 
     def poll(self, max_records: int = MAX_BATCH, timeout: float = 0.2,
              max_bytes: int = MAX_BATCH_BYTES, fill_wait: float = FILL_WAIT) -> pa.Table:
@@ -118,7 +172,7 @@ class Consumer:
         # short (a 20-record batch costs the same Spark work as a full one). Offsets without
         # a record (transaction markers, compaction) make this an overestimate: hence the
         # slack, and the bounded wait.
-        waiting = min(max_records, 1 + self._backlog()) - _FILL_SLACK
+        waiting = min(max_records, 1 + self.backlog()) - _FILL_SLACK
         deadline = time.monotonic() + fill_wait
         while records < max_records and size < max_bytes:
             wanted = min(_CONSUME_CHUNK, max_records - records)
@@ -136,7 +190,8 @@ class Consumer:
             chunks.append(self._records(more))
             records += chunks[-1].num_rows
             size += chunks[-1].nbytes
-        self.caught_up = self._backlog() == 0
+        self.remaining = self.backlog()
+        self.caught_up = self.remaining == 0
         if self.caught_up:
             self._fetching(False)
         return pa.concat_tables(chunks)
@@ -154,8 +209,7 @@ class Consumer:
             return  # already as asked
         from confluent_kafka import TopicPartition
 
-        parts = [TopicPartition(self.topic, p) for p in sorted(self.partitions)]
-        (self.consumer.resume if on else self.consumer.pause)(parts)
+        (self.consumer.resume if on else self.consumer.pause)(self._topic_partitions())
         self._paused = not on
         if on:
             # librdkafka acts on a resume when the leader's broker thread next wakes up, up
@@ -167,12 +221,11 @@ class Consumer:
                 except Exception as exc:  # noqa: BLE001 - the resume still happens, later
                     log.debug("kafka partition %s: no watermarks: %s", p, exc)
 
-    def _backlog(self) -> int:
+    def backlog(self) -> int:
         """Records past the consumer's position, by the high watermarks its fetches reported."""
-        from confluent_kafka import TopicPartition
 
         total = 0
-        for tp in self.consumer.position([TopicPartition(self.topic, p) for p in sorted(self.partitions)]):
+        for tp in self.consumer.position(self._topic_partitions()):
             low, high = self.consumer.get_watermark_offsets(tp, cached=True)
             if high < 0:  # not fetched from yet: one round trip
                 try:
@@ -190,37 +243,28 @@ class Consumer:
         good = [m for m in msgs if m.error() is None]
         if len(good) < len(msgs):
             self.errors.extend(str(m.error()) for m in msgs if m.error() is not None)
-        n = len(good)
-        # One comprehension per field: each is a tight loop, faster than appending to six lists.
-        tss = pa.array([m.timestamp()[1] for m in good], pa.int64()) if self.timestamps else pa.nulls(n, pa.int64())
-        if self.headers:
-            hdrs = pa.array([headers_json(h) if (h := m.headers()) else _NO_HEADERS for m in good], pa.string())
-        else:
-            hdrs = pa.nulls(n, pa.string())
-        return pa.Table.from_arrays([pa.array([m.key() for m in good], pa.binary()),
-                                     pa.array([m.value() for m in good], pa.binary()),
-                                     pa.array([m.partition() for m in good], pa.int32()),
-                                     pa.array([m.offset() for m in good], pa.int64()), tss, hdrs],
-                                    schema=RAW_SCHEMA)
+        return records_table(good, self.timestamps, self.headers)
 
     def lag(self, next_offsets: dict[int, int], ask_broker: bool) -> int | None:
         """Messages in the topic not yet ingested: the sum over partitions of the high
         watermark minus the next offset to ingest. Without `ask_broker`, from the high
         watermarks the client learnt with its last fetches (no round trip); None when a
         partition's is not known yet."""
-        from confluent_kafka import TopicPartition
+        ranges = self.unread(next_offsets, ask_broker)
+        return None if ranges is None else sum(end - start for start, end in ranges.values())
 
-        total = 0
-        for p in sorted(self.partitions):
-            low, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=2,
-                                                            cached=not ask_broker)
+    def unread(self, next_offsets: dict[int, int], ask_broker: bool) -> dict[int, tuple[int, int]] | None:
+        """By partition, the offsets not yet ingested, [next offset, high watermark); as lag."""
+        ranges = {}
+        for tp in self._topic_partitions():
+            low, high = self.consumer.get_watermark_offsets(tp, timeout=2, cached=not ask_broker)
             if high < 0:
                 return None
-            start = next_offsets.get(p)
+            start = next_offsets.get(tp.partition)
             if start is None:
                 start = max(low, 0)  # nothing ingested yet: from the first record kept
-            total += max(0, high - start)
-        return total
+            ranges[tp.partition] = (start, max(start, high))
+        return ranges
 
     def close(self) -> None:
         self.consumer.close()

@@ -74,8 +74,19 @@ class DecodePlan:
         return cols
 
     def udf_type(self, side: str) -> str:
-        width = len(self.key_columns if side == "key" else self.value_columns)
-        return "struct<" + ", ".join([f"c{i}: STRING" for i in range(width)] + ["err: STRING"]) + ">"
+        return udf_type(self.width(side))
+
+    def width(self, side: str) -> int:
+        """The columns one raw key or value decodes into."""
+        return len(self.key_columns if side == "key" else self.value_columns)
+
+    def format(self, side: str) -> tuple[str, int]:
+        return self.key_format if side == "key" else self.value_format
+
+
+def udf_type(width: int) -> str:
+    """The Spark type of a decoded side: its columns c0, c1, ... and the record's error."""
+    return "struct<" + ", ".join([f"c{i}: STRING" for i in range(width)] + ["err: STRING"]) + ">"
 
 
 INVALID_UTF8 = 'invalid byte sequence for encoding "UTF8"'
@@ -220,8 +231,7 @@ def decoder_udf(plan: DecodePlan, side: str, check_only: bool = False):
     `check_only`: only each record's error (see check_side)."""
     from pyspark.sql.functions import arrow_udf
 
-    fmt = plan.key_format if side == "key" else plan.value_format
-    width = len(plan.key_columns if side == "key" else plan.value_columns)
+    fmt, width = plan.format(side), plan.width(side)
     work = check_side if check_only else decode_side
 
     def decode(raw: pa.Array) -> pa.Array:

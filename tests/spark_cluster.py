@@ -26,7 +26,11 @@ from pathlib import Path
 
 import pyspark
 
-from tests.support import free_port
+from tests.support import free_port, metric
+
+# The servers of the cluster and Connect modules leave a Kafka backlog of this many records
+# or more to Spark's tasks (--kafka-spark-reads), as check_backlog_read_by_spark needs.
+SPARK_READS = 1000
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -260,6 +264,29 @@ def check_kafka_decoding(conn, broker, timeout: float = 120.0) -> None:
     finally:
         conn.execute("DROP SOURCE IF EXISTS json_in CASCADE")
         conn.execute("DROP SOURCE IF EXISTS csv_in CASCADE")
+
+
+def check_backlog_read_by_spark(conn, server, broker, timeout: float = 120.0) -> None:
+    """A Kafka backlog is read by Spark's tasks (kafka_read), where they run: on a
+    standalone cluster in the executors' Python workers, through Connect in the Connect
+    server's; each such consumer reaches the broker itself."""
+    from tests.integration.test_kafka_source import rec
+
+    n = 3 * SPARK_READS
+    broker.create_topic("backlog_in", 2)
+    broker.send("backlog_in", *[rec(key=f"k{i % 100}".encode(), value=str(i).encode(), partition=i % 2)
+                                for i in range(n)])
+    try:
+        conn.execute("CREATE SOURCE backlog_in FROM KAFKA CONNECTION kafka (TOPIC 'backlog_in')")
+        conn.execute("CREATE TABLE backlog_t FROM SOURCE backlog_in (REFERENCE backlog_in) "
+                     "KEY FORMAT TEXT VALUE FORMAT TEXT ENVELOPE UPSERT")
+        _wait_rows(conn, "backlog_t", "SELECT count(*), sum(CAST(text AS BIGINT)) FROM backlog_t",
+                   [(100, sum(range(n - 100, n)))], timeout)
+        batches = metric(server.metrics(), "sparkwire_kafka_batches_total", source="backlog_in", table="backlog_t",
+                         read_by="spark")
+        assert batches is not None and batches >= 1, batches
+    finally:
+        conn.execute("DROP SOURCE IF EXISTS backlog_in CASCADE")
 
 
 def check_upsert_ingests(conn, broker, timeout: float = 120.0) -> None:

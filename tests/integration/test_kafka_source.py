@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -529,16 +530,16 @@ def test_a_backlog_is_taken_in_full_batches(broker):
         consumer.refresh_partitions()
         # What a batch waits for: the records past the consumer's position, partitions not
         # read from yet included (their watermarks are asked of the broker).
-        backlog = [consumer._backlog()]
+        backlog = [consumer.backlog()]
         # A generous fill wait: none of these polls may need it, however slow the machine.
         sizes, timed_out = [], []
         for _ in range(3):
             sizes.append(consumer.poll(max_records=12_000, fill_wait=60).num_rows)
             timed_out.append(consumer.fill_timed_out)
             if len(sizes) == 1:
-                backlog.append(consumer._backlog())
+                backlog.append(consumer.backlog())
         sizes.append(consumer.poll(max_records=12_000, timeout=0.5).num_rows)
-        backlog.append(consumer._backlog())
+        backlog.append(consumer.backlog())
     finally:
         consumer.close()
     assert sizes == [12_000, 12_000, 6_000, 0]
@@ -1061,6 +1062,75 @@ def test_large_batches_follow_the_same_rules(conn, broker):
     for table in ("big_plain", "big_ord", "big_inline"):
         wait_rows(conn, f"SELECT count(*), min(data->>'i'), max(data->>'i') FROM {table} WHERE key LIKE 'f%'",
                   [(filler_count, "300000", str(300_000 + filler_count - 1))])
+
+
+def test_a_backlog_is_read_by_spark_tasks(conn, node, broker):
+    """A backlog of at least SPARK_READS records is read by Spark's tasks, a slice of
+    offsets each (kafka_read), with the effect polled records have: every record once,
+    metadata included (ENVELOPE NONE); each key's winner by the ORDER BY across slices; a
+    decode error naming its offset; a tombstone. The next offsets are the ranges' ends, and
+    the few records that come later are polled by the server."""
+    from server.kafka import SPARK_READS
+    from spark_backend.kafka_read import MIN_SLICE
+
+    broker.create_topic("spread", 2)
+    t0 = 1_700_000_000_000
+    fill = SPARK_READS + 2 * MIN_SLICE  # partition 0 holds 80%: more than one slice
+    in_p1 = len(range(0, fill, 5))
+    first = [rec(key=b"a", value=b'{"v": 0}', timestamp=t0 + 5, partition=0),
+             rec(key=b"c", value=b'{"v": 0}', timestamp=t0, partition=0)]
+    filler = [rec(key=f"f{i % 1000}".encode(), value=f'{{"i": {i}}}'.encode(), timestamp=t0 + i,
+                  partition=1 if i % 5 == 0 else 0) for i in range(fill)]
+    last = [rec(key=b"a", value=b'{"v": 1}', timestamp=t0 + 6, partition=0),  # newer: wins, a slice later
+            rec(key=b"a", value=b'{"v": 2}', timestamp=t0 + 4, partition=0),  # a later offset, older: loses
+            rec(key=b"c", value=None, timestamp=t0 + 1, partition=0),         # a tombstone
+            rec(key=b"b", value=b"{bad", timestamp=t0, partition=1),
+            rec(key=b"h", value=b'{"v": 3}', timestamp=t0, partition=1, headers=[("x", b"y")])]
+    total = fill + len(first) + len(last)
+    broker.send("spread", *first, *filler, *last)
+    conn.execute("CREATE SOURCE spread FROM KAFKA CONNECTION kafka (TOPIC 'spread')")
+    conn.execute("CREATE TABLE spread_up FROM SOURCE spread (REFERENCE spread) KEY FORMAT TEXT VALUE FORMAT JSON "
+                 "INCLUDE TIMESTAMP AS ts, OFFSET AS o ENVELOPE UPSERT (ORDER BY (ts, o))")
+    conn.execute("CREATE TABLE spread_all FROM SOURCE spread (REFERENCE spread) KEY FORMAT TEXT VALUE FORMAT TEXT "
+                 "INCLUDE PARTITION, OFFSET, TIMESTAMP, HEADERS")
+    wait_rows(conn, f"SELECT count(*), {DISTINCT_RECORDS}, count(DISTINCT text), min(timestamp), max(timestamp) "
+              "FROM spread_all", [(total, total, fill + 5, ts(t0), ts(t0 + fill - 1))], timeout=180)
+    wait_rows(conn, "SELECT text, partition, \"offset\", headers FROM spread_all WHERE text = '{\"v\": 3}' "
+              "OR partition = 1 AND \"offset\" = 0 ORDER BY text",
+              [('{"i": 0}', 1, 0, []), ('{"v": 3}', 1, in_p1 + 1, [{"key": "x", "value": "y"}])])
+    wait_error(conn, "SELECT * FROM spread_up", "'b'", f"offset {in_p1}", timeout=180)
+
+    broker.send("spread", rec(key=b"b", value=b'{"v": 4}', timestamp=t0, partition=1))  # heals b
+    wait_rows(conn, "SELECT key, data, ts FROM spread_up WHERE key NOT LIKE 'f%' ORDER BY key",
+              [("a", {"v": 1}, ts(t0 + 6)), ("b", {"v": 4}, ts(t0)), ("h", {"v": 3}, ts(t0))])
+    wait_rows(conn, "SELECT count(*), sum(CAST(data->>'i' AS BIGINT)) FROM spread_up WHERE key LIKE 'f%'",
+              [(1000, sum(range(fill - 1000, fill)))])
+    wait_rows(conn, 'SELECT sum("offset") FROM spread', [(total + 1,)])
+    text = node.proc.metrics()
+    for table in ("spread_up", "spread_all"):
+        read_by = {who: metric(text, "sparkwire_kafka_batches_total", source="spread", table=table, read_by=who)
+                   for who in ("spark", "server")}
+        assert read_by["spark"] and read_by["spark"] >= 1 and read_by["server"] and read_by["server"] >= 1, \
+            (table, read_by)
+
+
+def test_a_range_read_ends_at_its_end_or_says_why_not(broker):
+    """A slice's reader takes exactly its offsets, and fails naming what it waited for."""
+    from spark_backend.kafka_read import read_range
+
+    broker.create_topic("ranges")
+    broker.send("ranges", *(rec(key=f"k{i}".encode(), value=str(i).encode(), timestamp=1000 + i)
+                            for i in range(30)))
+    config = {"bootstrap.servers": broker.bootstrap}
+    got = pa.concat_tables(read_range(config, "ranges", 0, 10, 20, timestamps=True, headers=False))
+    assert got.column("offset").to_pylist() == list(range(10, 20))
+    assert got.column("value").to_pylist() == [str(i).encode() for i in range(10, 20)]
+    assert got.column("timestamp").to_pylist() == list(range(1010, 1020))
+    assert got.column("headers").null_count == 10
+    with pytest.raises(RuntimeError) as err:
+        list(read_range(config, "ranges", 0, 25, 40, timestamps=False, headers=False, stall=1))
+    assert str(err.value).startswith('kafka topic "ranges" partition 0: no record after offset 29 in 1 s, '
+                                     "10 more expected up to offset 39"), str(err.value)
 
 
 # -- failures: broker outage, kill -9 --------------------------------------------------------

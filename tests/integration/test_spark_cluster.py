@@ -42,7 +42,9 @@ from tests.integration.test_subscribe import (  # noqa: F401 - collected and run
     test_update_is_retraction_and_insertion_at_one_timestamp,
 )
 from tests.spark_cluster import (
+    SPARK_READS,
     SparkDaemons,
+    check_backlog_read_by_spark,
     check_kafka_decoding,
     check_upsert_ingests,
     get_json,
@@ -74,7 +76,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def server(cluster):
     _, standalone = cluster
-    args = ["--spark-master", standalone.master_url]
+    args = ["--spark-master", standalone.master_url, "--kafka-spark-reads", str(SPARK_READS)]
     for key, value in EXECUTOR_CONF.items():
         args += ["--spark-conf", f"{key}={value}"]
     proc = ServerProcess(extra_args=args).start()
@@ -144,3 +146,7 @@ def test_kafka_records_decoded_by_executors(conn, broker):
 
 def test_kafka_upsert_on_the_cluster(conn, broker):
     check_upsert_ingests(conn, broker)
+
+
+def test_kafka_backlog_read_by_executors(conn, server, broker):
+    check_backlog_read_by_spark(conn, server, broker)

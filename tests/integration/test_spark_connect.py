@@ -42,7 +42,9 @@ from tests.integration.test_subscribe import (  # noqa: F401 - collected and run
     test_update_is_retraction_and_insertion_at_one_timestamp,
 )
 from tests.spark_cluster import (
+    SPARK_READS,
     SparkDaemons,
+    check_backlog_read_by_spark,
     check_kafka_decoding,
     check_upsert_ingests,
     get_json,
@@ -75,7 +77,8 @@ def connect_server():
 
 @pytest.fixture(scope="module")
 def server(connect_server):
-    proc = ServerProcess(extra_args=["--spark-master", connect_server.url]).start()
+    proc = ServerProcess(extra_args=["--spark-master", connect_server.url,
+                                     "--kafka-spark-reads", str(SPARK_READS)]).start()
     try:
         proc.wait_ready(timeout=180)
         yield proc
@@ -140,6 +143,10 @@ def test_kafka_records_decoded_by_the_connect_server(conn, broker):
 
 def test_kafka_upsert_through_connect(conn, broker):
     check_upsert_ingests(conn, broker)
+
+
+def test_kafka_backlog_read_by_the_connect_server(conn, server, broker):
+    check_backlog_read_by_spark(conn, server, broker)
 
 
 def test_a_restarted_connect_server_gets_a_new_session(connect_server, server, conn):
