@@ -3,7 +3,8 @@ the raw confluent-kafka consume rate of the same topic in the same run; and the 
 produce to the row reaching a SUBSCRIBE client.
 
     .venv/bin/python bench/bench_kafka.py [--messages 1000000] [--keys 100000] [--lag 100]
-                                          [--formats text,json] [--repeat 2] [--raw-repeat 3]
+                                          [--formats text,json] [--repeat 3] [--raw-repeat 3]
+                                          [--spark-reads N]
 
 The topic (2 partitions) holds keys `k<i % keys>` and JSON values `{"n": <i>}`. Each
 format in --formats is one upsert table (KEY FORMAT TEXT VALUE FORMAT <format> INCLUDE
@@ -11,8 +12,11 @@ OFFSET ENVELOPE UPSERT) on its own source, created after the messages were produ
 timed from CREATE TABLE until its lag is 0 (every message's effect committed), one
 table at a time. The first format is also timed once before the others, as the first
 table of the fresh server: its Spark code then runs cold (JIT compilation), which a
-server pays once; then each format --repeat times, the best kept. JSON values are decoded by Python in Spark's workers (PostgreSQL's jsonb
-text form); TEXT by Spark's own expressions. The raw rate is one plain confluent-kafka
+server pays once; then each format --repeat times, the best kept. A backlog this large is
+read by Spark's tasks (kafka_read; --spark-reads sets the server's --kafka-spark-reads, 0 to
+have the server's consumer poll it instead), and the output says which read each table's
+batches. JSON values are decoded by Python in Spark's workers (PostgreSQL's jsonb text form);
+TEXT by Spark's own expressions. The raw rate is one plain confluent-kafka
 consumer reading the whole topic, --raw-repeat times before and again after sparkwire's
 ingestion; the best run is the reference. The floor
 (--no-floor to skip) is the least Spark work per batch, timed in this process after
@@ -65,7 +69,9 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--lag", type=int, default=100)
     parser.add_argument("--formats", default="text,json")
-    parser.add_argument("--repeat", type=int, default=2, help="warm runs per format; the best is kept")
+    parser.add_argument("--repeat", type=int, default=3, help="warm runs per format; the best is kept")
+    parser.add_argument("--spark-reads", type=int, metavar="N",
+                        help="the server's --kafka-spark-reads (its default when not given)")
     parser.add_argument("--raw-repeat", type=int, default=3,
                         help="raw consumer runs before and again after sparkwire's; the best is the reference")
     parser.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
@@ -76,7 +82,10 @@ def main() -> None:
     formats = [f.strip().lower() for f in args.formats.split(",") if f.strip()]
     broker, port, data = start_broker()
     bootstrap = f"127.0.0.1:{port}"
-    sw = ServerProcess(extra_args=["--log-level", "debug"] if args.server_log else []).start()
+    server_args = ["--log-level", "debug"] if args.server_log else []
+    if args.spark_reads is not None:
+        server_args += ["--kafka-spark-reads", str(args.spark_reads)]
+    sw = ServerProcess(extra_args=server_args).start()
     admin = producer = None
     try:
         sw.wait_ready()  # Spark's cold start must not overlap the raw consumer's timing
@@ -97,6 +106,7 @@ def main() -> None:
         rates: dict[str, float] = {}
         keys: dict[str, int] = {}
         cpu: dict[str, tuple[float, float]] = {}
+        read_by: dict[str, str] = {}
         with psycopg.connect(sw.dsn, autocommit=True) as c:
             c.execute(f"CREATE CONNECTION k TO KAFKA (BROKER '{bootstrap}')")
             # The first table of a fresh server runs its batches' Spark code cold (JIT, code
@@ -106,10 +116,11 @@ def main() -> None:
             runs = [(formats[0], f"{formats[0]}_cold", 0)]
             runs += [(f, f, i) for i in range(args.repeat) for f in formats]
             for fmt, label, i in runs:
-                rate, count, used = ingest(sw, c, fmt, f"{label}_{i}", args.messages, broker.pid)
-                print(f"{label} (run {i + 1}): {rate:,.0f} messages/s, {count:,} keys", flush=True)
+                rate, count, used, batches = ingest(sw, c, fmt, f"{label}_{i}", args.messages, broker.pid)
+                print(f"{label} (run {i + 1}): {rate:,.0f} messages/s, {count:,} keys, batches read by {batches}",
+                      flush=True)
                 if rate > rates.get(label, 0):
-                    rates[label], keys[label], cpu[label] = rate, count, used
+                    rates[label], keys[label], cpu[label], read_by[label] = rate, count, used, batches
             c.execute("CREATE SOURCE lag FROM KAFKA CONNECTION k (TOPIC 'lag') KEY FORMAT TEXT VALUE FORMAT TEXT "
                       "ENVELOPE UPSERT")
         # Raw again, after. The raw rate varies from run to run by up to 2x here (0.65-1.4M
@@ -129,6 +140,7 @@ def main() -> None:
                   f"{raw_rate:>14,.0f}")
             print(f"{'  ratio sparkwire/raw (goal >= 0.50)':<44} {rates[fmt] / raw_rate:>14.3f}")
             print(f"{'  distinct keys in the table':<44} {keys[fmt]:>14,}")
+            print(f"{'  batches read by':<44} {read_by[fmt]:>14}")
         for how, (value, _) in (floor or {}).items():
             print(f"{f'floor: {how} in, one shuffle, out; messages/s':<44} {value:>14,.0f} {raw_rate:>14,.0f}")
             print(f"{'  ratio floor/raw':<44} {value / raw_rate:>14.3f}")
@@ -158,11 +170,11 @@ def main() -> None:
 
 
 def ingest(sw: ServerProcess, c: psycopg.Connection, fmt: str, name: str, messages: int,
-           broker_pid: int) -> tuple[float, int, tuple[float, float]]:
+           broker_pid: int) -> tuple[float, int, tuple[float, float], str]:
     """Messages/s of one upsert table reading the whole topic (from CREATE TABLE until its
-    lag is 0: every message's effect committed), its distinct keys, and the CPU per message
-    (core-µs) of the server with its JVM, and of the broker. Dropped afterwards, so that it
-    does not compete with the next.
+    lag is 0: every message's effect committed), its distinct keys, the CPU per message
+    (core-µs) of the server with its JVM, and of the broker, and who read its batches (e.g.
+    "spark 1"). Dropped afterwards, so that it does not compete with the next.
 
     The lag is read from /metrics every 50 ms, which costs the server no Spark work; the
     progress relation then confirms that every offset was ingested."""
@@ -175,13 +187,17 @@ def ingest(sw: ServerProcess, c: psycopg.Connection, fmt: str, name: str, messag
                  unit="messages") != 0:
         time.sleep(0.05)
     rate = messages / (time.perf_counter() - start)
+    text = sw.metrics()
+    counts = {who: metric(text, "sparkwire_kafka_batches_total", source=f"bench_{name}", table=f"latest_{name}",
+                          read_by=who) for who in ("spark", "server")}
+    batches = ", ".join(f"{who} {n:.0f}" for who, n in counts.items() if n)
     per_message = ((tree_cpu_seconds(sw.proc.pid) - server_cpu) / messages * 1e6,
                    (tree_cpu_seconds(broker_pid) - broker_cpu) / messages * 1e6)
     done = c.execute(f'SELECT coalesce(sum("offset"), 0) FROM bench_{name}').fetchone()[0]
     assert done == messages, f"lag 0 but the progress relation says {done} of {messages}"
     keys = c.execute(f"SELECT count(*) FROM latest_{name}").fetchone()[0]
     c.execute(f"DROP SOURCE bench_{name} CASCADE")
-    return rate, keys, per_message
+    return rate, keys, per_message, batches
 
 
 def produce(producer: Producer, topic: str, key: bytes, value: bytes) -> None:

@@ -1,7 +1,9 @@
 """Kafka sources: a consumer per table, decoding and upsert per micro-batch, exactly once.
 
 Each table created FROM a Kafka source reads the topic from the beginning with
-its own offsets. Every batch becomes one write at one timestamp together with
+its own offsets: a backlog as offset ranges that Spark's tasks read
+(`spark_backend.kafka_read`), a few records by polling its own consumer. Every
+batch becomes one write at one timestamp together with
 the table's next offsets, so after a crash the table holds each record's
 effect once. Decoding and, with ENVELOPE UPSERT, the choice of each key's
 winner against the persisted rows are one Spark job per batch
