@@ -267,6 +267,7 @@ class KafkaTableRunner:
     async def _ingest(self, spec: ks.KafkaSpec, plan: DecodePlan, target: kafka_batch.Target,
                       raw: kafka_batch.Records) -> None:
         started = time.perf_counter()
+        read_by = "spark" if isinstance(raw, Backlog) else "server"
         if spec.envelope == "upsert":
             # Read the persisted rows at the latest commit: this runner is the table's only
             # writer and commits each batch before taking the next, so that is its state.
@@ -299,7 +300,7 @@ class KafkaTableRunner:
             await self.coord.commit(ops, {self.table_id: updates} if updates.num_rows else {})
         log.debug("kafka batch", extra={
             "event": "kafka_batch", "table": self.table_id, "records": raw.num_rows,
-            "read_by": "spark" if isinstance(raw, Backlog) else "server", "poll_s": round(self._poll_s, 3),
+            "read_by": read_by, "poll_s": round(self._poll_s, 3),
             "fill_timed_out": self._fill_timed_out,
             "inserted": result.inserted, "retracted": result.retracted,
             "spark_s": round(spark_done - started, 3), "commit_s": round(time.perf_counter() - spark_done, 3),
@@ -308,7 +309,7 @@ class KafkaTableRunner:
             self.key_errors = details["source"]["errors"]
         self.manager.rows_ingested += updates.num_rows
         SOURCE_ROWS.inc(updates.num_rows, **self._metric_labels())
-        KAFKA_BATCHES.inc(1, **self._metric_labels(), read_by="spark" if isinstance(raw, Backlog) else "server")
+        KAFKA_BATCHES.inc(1, **self._metric_labels(), read_by=read_by)
 
 
 def error_changes(events: list[dict], key_errors: dict[str, dict]) -> dict[str, dict | None]:

@@ -223,7 +223,6 @@ class Consumer:
 
     def backlog(self) -> int:
         """Records past the consumer's position, by the high watermarks its fetches reported."""
-
         total = 0
         for tp in self.consumer.position(self._topic_partitions()):
             low, high = self.consumer.get_watermark_offsets(tp, cached=True)

@@ -1114,6 +1114,58 @@ def test_a_backlog_is_read_by_spark_tasks(conn, node, broker):
             (table, read_by)
 
 
+def test_a_backlog_read_by_spark_against_a_much_larger_table(broker, monkeypatch):
+    """A backlog read by Spark's tasks into a table more than RESTRICT_RATIO times its size:
+    the stored rows are then restricted to the batch's keys, which reads the batch twice
+    (kept by Spark after one read from the broker). upsert_batch in this process, on a
+    SparkSession with the server's settings, over a store of its own."""
+    from pyspark.sql import SparkSession
+
+    from planner.types import BY_NAME, SqlType
+    from spark_backend import kafka_batch as kb
+    from spark_backend.engine import _SPARK_CONF
+    from spark_backend.kafka_decode import DecodePlan
+    from spark_backend.kafka_read import Backlog
+    from spark_backend.schema import TS
+    from spark_backend.storage import Store
+
+    broker.create_topic("restrict")
+    stored, later = 5000, 1000
+    assert later * kb.RESTRICT_RATIO < stored
+    broker.send("restrict", *(rec(key=f"k{i}".encode(), value=b"old") for i in range(stored)))
+    broker.send("restrict", *(rec(key=f"k{i * 3}".encode(), value=f"new{i}".encode()) for i in range(later)))
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers: this virtualenv's
+    builder = SparkSession.builder.master("local[2]").appName("test-kafka-restrict")
+    for key, value in _SPARK_CONF.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    folder = tempfile.mkdtemp(prefix="sparkwire-kafka-restrict-")
+    store = Store(os.path.join(folder, "store"))
+    try:
+        store.open()
+        store.commit(1, [{"op": "create_collection", "collection": "t"}], {})
+        text = SqlType(BY_NAME["text"])
+        plan = DecodePlan(("text", 0), ("text", 0), ("key",), ("text",), False)
+        target = kb.Target("t", (text, text, SqlType(BY_NAME["bigint"])), ("key", "text", "__offset"))
+        config = {"bootstrap.servers": broker.bootstrap}
+        results = []
+        for ts, (start, end) in enumerate([(0, stored), (stored, stored + later)], start=2):
+            result = kb.upsert_batch(spark, plan, Backlog(config, "restrict", ((0, start, end),), False, False),
+                                     target, store, ts - 1, False)
+            updates = result.updates.set_column(result.updates.schema.get_field_index(TS), TS,
+                                                pa.array([ts] * result.updates.num_rows, pa.int64()))
+            store.commit(ts, [], {"t": updates})
+            results.append(result)
+        assert [(r.inserted, r.retracted) for r in results] == [(stored, 0), (later, later)]
+        rows = {(k, v, o) for k, v, o, diff in zip(*(results[1].updates.column(c).to_pylist() for c in
+                                                     ("c0", "c1", "c2", "mz_diff"))) if diff > 0}
+        assert rows == {(f"k{i * 3}", f"new{i}", stored + i) for i in range(later)}
+    finally:
+        store.close()
+        spark.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_a_range_read_ends_at_its_end_or_says_why_not(broker):
     """A slice's reader takes exactly its offsets, and fails naming what it waited for."""
     from spark_backend.kafka_read import read_range
