@@ -364,7 +364,7 @@ def _newer(pairs: list[tuple[str, str]]) -> str:
     return f"({a} > {b} OR ({a} = {b} AND {_newer(rest)}))"
 
 
-def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, snapshot, kpos: int,
+def _stored_rows(spark: SparkSession, store: Store, target: Target, as_of: int, snapshot: tuple[list, int], kpos: int,
                  keys: DataFrame | None = None, key_values: list | None = None) -> DataFrame:
     """The table's rows at `as_of` (its files: `snapshot`) whose key (column `kpos`) is
     in the batch, as columns __o0, __o1, ... and __present.

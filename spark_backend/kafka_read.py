@@ -93,9 +93,10 @@ class _Slice(InputPartition):
 
 class KafkaBacklogSource(DataSource):
     """Options: `topic`; `slices`, JSON [[partition, start, end], ...]; `timestamps` and
-    `headers` ("true" to read them); `decoders`, Backlog.decoders as JSON; and the client settings as JSON in
-    `client.secret.config`, named so that Spark's redaction (spark.redaction.regex) hides
-    it wherever it prints a plan: it can hold a SASL password or a TLS key."""
+    `headers` ("true" to read them); `decoders`, Backlog.decoders as JSON; and the client
+    settings as JSON in `client.secret.config`, a name that Spark's redaction pattern
+    (spark.redaction.regex) matches, should Spark print the options anywhere (EXPLAIN does
+    not): it can hold a SASL password or a TLS key."""
 
     @classmethod
     def name(cls) -> str:
@@ -129,8 +130,6 @@ class _Reader(DataSourceReader):
                 raw = table.column(side).combine_chunks()
                 table = table.append_column(f"__{side}", (check_side if check else decode_side)(fmt, width, raw))
             yield from table.to_batches()
-
-
 
 
 def read_range(config: dict, topic: str, partition: int, start: int, end: int, timestamps: bool,
@@ -183,14 +182,11 @@ def read_failure(exc: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
-_registered: set[int] = set()
-
-
 def backlog_df(spark: SparkSession, backlog: Backlog) -> DataFrame:
     """The backlog's raw records as a DataFrame read by Spark's tasks (one per slice)."""
-    if id(spark) not in _registered:
-        spark.dataSource.register(KafkaBacklogSource)
-        _registered.add(id(spark))
+    # Registered with every backlog, which costs little: a session may be new (Spark Connect
+    # reconnects), and a registration belongs to its session.
+    spark.dataSource.register(KafkaBacklogSource)
     tasks = int(spark.conf.get("spark.default.parallelism", "2") or 2)
     return (spark.read.format(FORMAT)
             .option("topic", backlog.topic)
