@@ -515,6 +515,27 @@ def test_multi_partition_topic_and_progress(conn, broker):
     assert source_rows(conn)["multi_rows"][:2] == ("table", "running")
 
 
+def test_partitions_added_to_a_topic_are_read_and_the_others_go_on(conn, broker):
+    """A partition added to a topic while a table reads it is found and read from its
+    start; the partition read so far goes on from where it was, not from where the table
+    started (nothing read twice: the later record on partition 0 comes after any repeat)."""
+    from confluent_kafka.admin import NewPartitions
+
+    broker.create_topic("grow")
+    broker.send("grow", *[rec(key=f"a{i}".encode(), value=f"a{i}".encode()) for i in range(5)])
+    conn.execute("CREATE SOURCE grow FROM KAFKA CONNECTION kafka (TOPIC 'grow')")
+    conn.execute("CREATE TABLE grow_t FROM SOURCE grow (REFERENCE grow) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+    wait_rows(conn, "SELECT count(*) FROM grow_t", [(5,)])
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_partitions([NewPartitions("grow", 2)]).values():
+        future.result(timeout=30)
+    broker.send("grow", *[rec(value=f"b{i}".encode(), partition=i % 2) for i in range(6)])
+    check = f"SELECT count(*), {DISTINCT_RECORDS}, count(DISTINCT partition) FROM grow_t"
+    wait_rows(conn, check, [(11, 11, 2)])
+    broker.send("grow", rec(value=b"c", partition=0))
+    wait_rows(conn, check, [(12, 12, 2)])
+
+
 def test_a_backlog_is_taken_in_full_batches(broker):
     """A backlog is taken max_records at a time, across partitions, until it is drained: a
     batch is not cut short while the broker holds more records than have arrived (the
