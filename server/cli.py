@@ -11,6 +11,17 @@ import sys
 import time
 
 
+def _records(text: str) -> int:
+    """A count of records: an integer of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of records, 0 or more, not {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sparkwire", description="Streaming SQL on Spark over pgwire.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -31,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="file of user:password lines; every listed user logs in with SCRAM-SHA-256")
     serve.add_argument("--metrics-port", type=int, default=6876,
                        help="port of the Prometheus /metrics HTTP endpoint (0 turns it off)")
-    serve.add_argument("--kafka-spark-reads", type=int, metavar="RECORDS",
+    # The default lives with the runner (server.kafka.SPARK_READS), whose import is not
+    # worth paying for --help; SUPPRESS keeps "(default: None)" out of the help.
+    serve.add_argument("--kafka-spark-reads", type=_records, metavar="RECORDS", default=argparse.SUPPRESS,
                        help="a Kafka table's backlog of at least RECORDS records is read by Spark's tasks "
                             "rather than polled by the server; 0: never (default: 100000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -100,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password,
                     args.metrics_port, args.tls_cert, args.tls_key, args.require_tls, args.users_file,
                     spark_conf=spark_conf,
-                    **({} if args.kafka_spark_reads is None else {"kafka_spark_reads": args.kafka_spark_reads}))
+                    **({"kafka_spark_reads": args.kafka_spark_reads} if "kafka_spark_reads" in args else {}))
     try:
         import uvloop
 

@@ -2,6 +2,8 @@
 
 import itertools
 
+import pytest
+
 from spark_backend.kafka_read import MIN_SLICE, Backlog, backlog_ranges, read_failure, slices
 
 
@@ -40,3 +42,15 @@ def test_a_read_failure_is_found_in_the_spark_error_that_carries_it():
                    '\tat org.apache.spark.api.python...')
     assert read_failure(RuntimeError(spark_error)) == 'kafka topic "t" partition 1: no record after offset 9 in 30 s'
     assert read_failure(ValueError("division by zero")) is None
+
+
+def test_the_threshold_option_takes_counts_only(capsys):
+    from server.cli import _parser
+
+    assert _parser().parse_args(["serve", "--kafka-spark-reads", "0"]).kafka_spark_reads == 0
+    assert "kafka_spark_reads" not in _parser().parse_args(["serve"])  # the runner's default applies
+    for bad in ("-1", "many", "1.5"):
+        with pytest.raises(SystemExit):
+            _parser().parse_args(["serve", "--kafka-spark-reads", bad])
+        err = capsys.readouterr().err
+        assert "--kafka-spark-reads" in err and f"not '{bad}'" in err, err
