@@ -10,11 +10,14 @@ The ranges are fixed by the server before the batch runs, from the table's durab
 offsets to the high watermarks, so the batch's effect and its next offsets are known to
 be those records, however often Spark reruns a task. Keys or values in a format decoded in
 Python (JSON, CSV) are decoded by the reader too, as the Arrow UDF would (kafka_decode):
-they are in Python already, and need not go to the JVM and back for it.
+they are in Python already, and need not go to the JVM and back for it. For ENVELOPE
+UPSERT, a reader passes on only the records that can still decide a key's winner
+(kafka_contenders): with several records per key, most of a backlog never reaches the JVM.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -26,6 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from spark_backend.kafka_consumer import RAW_DDL, records_table
+from spark_backend.kafka_contenders import Contest, kept
 from spark_backend.kafka_decode import check_side, decode_side, udf_type
 
 FORMAT = "sparkwire_kafka"
@@ -33,6 +37,10 @@ FORMAT = "sparkwire_kafka"
 # consumer (a connection and its first fetch) each for little work.
 MIN_SLICE = 20_000
 _CHUNK = 50_000
+# Records a reader holds before it drops those that cannot win (kafka_contenders.kept):
+# each drop sorts what is held, and what is held is in the worker's memory.
+PRUNE_ROWS = 250_000
+PRUNE_BYTES = 64 << 20
 # How long a task waits for the next record of its range before it gives up, which fails
 # the batch: the table then stalls and retries from its durable offsets.
 READ_STALL = 30.0
@@ -49,7 +57,10 @@ class Backlog:
     headers: bool = True
     # Raw columns the reader decodes: (side, (format, csv columns), width, check only),
     # each into a column `__<side>` of the Arrow UDF's type (kafka_decode.DecodePlan.udf_type).
+    # With a `contest`, a side checked only is decoded in full for the contenders.
     decoders: tuple[tuple[str, tuple[str, int], int, bool], ...] = field(default=())
+    # ENVELOPE UPSERT: readers pass on only each key's contenders for the winner.
+    contest: Contest | None = None
 
     @property
     def num_rows(self) -> int:
@@ -119,17 +130,56 @@ class _Reader(DataSourceReader):
         self.headers = options.get("headers") == "true"
         self.decoders = [(side, tuple(fmt), width, check) for side, fmt, width, check in
                          json.loads(options.get("decoders", "[]"))]
+        contest = json.loads(options.get("contest", "null"))
+        self.contest = None if contest is None else Contest(contest[0], contest[1], tuple(contest[2]))
 
     def partitions(self) -> list[InputPartition]:
         return [_Slice(*s) for s in self.parts]
 
     def read(self, partition: _Slice) -> Iterator[pa.RecordBatch]:
-        for table in read_range(self.config, self.topic, partition.partition, partition.start, partition.end,
-                                self.timestamps, self.headers):
-            for side, fmt, width, check in self.decoders:
-                raw = table.column(side).combine_chunks()
-                table = table.append_column(f"__{side}", (check_side if check else decode_side)(fmt, width, raw))
+        tables = (self._decoded(table) for table in read_range(
+            self.config, self.topic, partition.partition, partition.start, partition.end,
+            self.timestamps, self.headers))
+        if self.contest is not None:
+            tables = (self._decoded_in_full(table) for table in contenders_of(tables, self.contest))
+        for table in tables:
             yield from table.to_batches()
+
+    def _decoded(self, table: pa.Table) -> pa.Table:
+        for side, fmt, width, check in self.decoders:
+            raw = table.column(side).combine_chunks()
+            table = table.append_column(f"__{side}", (check_side if check else decode_side)(fmt, width, raw))
+        return table
+
+    def _decoded_in_full(self, table: pa.Table) -> pa.Table:
+        """A side that was only checked (kafka_decode.check_side: enough to pick the
+        contenders) decoded in full, now for just the contenders."""
+        for side, fmt, width, check in self.decoders:
+            if check:
+                at = table.column_names.index(f"__{side}")
+                table = table.set_column(at, f"__{side}", decode_side(fmt, width, table.column(side).combine_chunks()))
+        return table
+
+
+def contenders_of(tables: Iterator[pa.Table], contest: Contest, rows: int = PRUNE_ROWS,
+                  nbytes: int = PRUNE_BYTES) -> Iterator[pa.Table]:
+    """The records of a slice that can still decide their key's winner, dropping the others
+    whenever `rows` records or `nbytes` bytes are held. What is left after a drop is passed
+    on when it is still over half of that (keys mostly distinct: holding it would not pay)."""
+    held: list[pa.Table] = []
+    count = size = 0
+    for table in tables:
+        held.append(table)
+        count, size = count + table.num_rows, size + table.nbytes
+        if count >= rows or size >= nbytes:
+            left = kept(pa.concat_tables(held), contest)
+            if left.num_rows * 2 > rows or left.nbytes * 2 > nbytes:
+                yield left
+                held, count, size = [], 0, 0
+            else:
+                held, count, size = [left], left.num_rows, left.nbytes
+    if held:
+        yield kept(pa.concat_tables(held), contest)
 
 
 def read_range(config: dict, topic: str, partition: int, start: int, end: int, timestamps: bool,
@@ -182,17 +232,19 @@ def read_failure(exc: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
+def source_options(backlog: Backlog, tasks: int) -> dict[str, str]:
+    """The data source's options for a backlog read by about `tasks` tasks."""
+    contest = None if backlog.contest is None else dataclasses.astuple(backlog.contest)
+    return {"topic": backlog.topic, "slices": json.dumps(slices(backlog.ranges, tasks)),
+            "timestamps": str(backlog.timestamps).lower(), "headers": str(backlog.headers).lower(),
+            "decoders": json.dumps(backlog.decoders), "contest": json.dumps(contest),
+            "client.secret.config": json.dumps(backlog.config)}
+
+
 def backlog_df(spark: SparkSession, backlog: Backlog) -> DataFrame:
     """The backlog's raw records as a DataFrame read by Spark's tasks (one per slice)."""
     # Registered with every backlog, which costs little: a session may be new (Spark Connect
     # reconnects), and a registration belongs to its session.
     spark.dataSource.register(KafkaBacklogSource)
     tasks = int(spark.conf.get("spark.default.parallelism", "2") or 2)
-    return (spark.read.format(FORMAT)
-            .option("topic", backlog.topic)
-            .option("slices", json.dumps(slices(backlog.ranges, tasks)))
-            .option("timestamps", str(backlog.timestamps).lower())
-            .option("headers", str(backlog.headers).lower())
-            .option("decoders", json.dumps(backlog.decoders))
-            .option("client.secret.config", json.dumps(backlog.config))
-            .load())
+    return spark.read.format(FORMAT).options(**source_options(backlog, tasks)).load()

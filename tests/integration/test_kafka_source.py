@@ -1206,6 +1206,37 @@ def test_a_range_read_ends_at_its_end_or_says_why_not(broker):
                                      "10 more expected up to offset 39"), str(err.value)
 
 
+def test_a_slice_reader_passes_on_only_the_contenders_decoded(broker):
+    """An upsert backlog's reader passes on only the records that can still decide a key's
+    winner (kafka_contenders), checking every JSON value but decoding only theirs."""
+    from spark_backend.kafka_contenders import Contest
+    from spark_backend.kafka_read import Backlog, KafkaBacklogSource, source_options
+
+    broker.create_topic("contest")
+    t0 = 1_700_000_000_000
+    broker.send("contest", *[rec(key=k, value=v, timestamp=t0 + ts) for k, v, ts in [
+        (b"a", b'{"v": 1}', 9), (b"a", b'{"v": 2}', 1), (b"a", b"{x", 1), (b"a", b'{"v":[3,4],"b":1}', 2),
+        (b"b", b'{"v": 1}', 1), (b"b", None, 1), (None, b'{"v": 9}', 1), (b"\xff", b"{}", 1),
+        (b"c", b'{"v": 5}', 7), (b"c", b'{"v": 6}', 3)]])
+    decoders = (("value", ("json", 0), 1, True),)
+
+    def contenders(by_timestamp: bool) -> list[tuple]:
+        backlog = Backlog({"bootstrap.servers": broker.bootstrap}, "contest", ((0, 0, 10),), True, False,
+                          decoders, Contest(by_timestamp, True, ("key",)))
+        reader = KafkaBacklogSource(source_options(backlog, 2)).reader(None)
+        got = pa.Table.from_batches([b for part in reader.partitions() for b in reader.read(part)])
+        return list(zip(got.column("offset").to_pylist(), got.column("__value").to_pylist()))
+
+    # By offset: a's error and its one good record after it, b's tombstone, the record
+    # without a key, the key that is not UTF-8 (both errors), c's last record.
+    assert contenders(False) == [
+        (2, {"c0": None, "err": "invalid JSON: invalid input syntax for type json"}),
+        (3, {"c0": '{"b": 1, "v": [3, 4]}', "err": None}), (5, {"c0": None, "err": None}),
+        (6, {"c0": '{"v": 9}', "err": None}), (7, {"c0": "{}", "err": None}), (9, {"c0": '{"v": 6}', "err": None})]
+    # By timestamp: c's first record too, which no later one beats.
+    assert [offset for offset, _ in contenders(True)] == [2, 3, 5, 6, 7, 8, 9]
+
+
 # -- failures: broker outage, kill -9 --------------------------------------------------------
 
 def test_broker_outage_stalls_then_resumes_without_loss(conn, broker):
