@@ -48,11 +48,20 @@ def changes_df(spark: SparkSession, store: Store, collection_id: str, types: lis
     if overlay is not None and overlay.num_rows:
         parts.append(spark.createDataFrame(overlay, schema=ddl))
     if not parts:
-        return spark.createDataFrame([], schema=ddl)
+        return empty_df(spark, [*(f"CAST(NULL AS {t.spark}) AS {physical(i)}" for i, t in enumerate(types)),
+                                f"CAST(NULL AS BIGINT) AS {TS}", f"CAST(NULL AS BIGINT) AS {DIFF}"])
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def empty_df(spark: SparkSession, columns: list[str]) -> DataFrame:
+    """No rows, of `columns` (SQL expressions, typed NULLs), as a relation Spark's optimizer
+    knows to be empty: a join or union with it is planned away. (createDataFrame([]) is an
+    RDD to Spark, read by a job of its own each time: for a Kafka table's first batch, one
+    job in three.)"""
+    return spark.range(1).selectExpr(*columns).where(F.lit(False))
 
 
 def has_retractions(store: Store, collection_id: str, as_of: int, overlay: pa.Table | None,

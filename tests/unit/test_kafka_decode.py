@@ -78,6 +78,11 @@ def test_checking_json_finds_exactly_the_errors_decoding_does(json_check):
     the check must fail on the same documents, with the same message, as decoding."""
     errors = _same_errors_checked_and_decoded(JSON_DOCUMENTS)
     assert sum(e is not None for e in errors) == 25  # the corpus has both kinds
+    # A batch that parses throughout takes a shorter way, but not when one document needs
+    # the full decoder: an escaped NUL, or nesting too deep for jsonb.
+    assert _same_errors_checked_and_decoded([b'{"n": 1}', None, b"[]"]) == [None, None, None]
+    assert _same_errors_checked_and_decoded([b'{"n": 1}', b'"\\u0000"'])[1] is not None
+    assert _same_errors_checked_and_decoded([b"[" * 3000 + b"]" * 3000, b"{}"])[0] is not None
 
 
 _JSON_PIECES = [*'{}[]",:0123456789-+.eE \t\n\\/ab', "true", "false", "null", '"k"', "1e5", "\x00", "\x01", "é",
