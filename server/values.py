@@ -1040,6 +1040,13 @@ def _jsonb_string(s: str) -> str:
     return '"' + s.translate(_JSON_ESCAPES) + '"'
 
 
+def jsonb_text(doc: Any) -> str:
+    """jsonb_out of a document parsed elsewhere (kafka_decode: orjson), as parse_json gives
+    it: raises TypeError on a float, which parse_json never gives (numbers with a fraction
+    or exponent are Decimal, to keep every digit), and SqlError where jsonb_input would."""
+    return _jsonb_text(doc)
+
+
 def _jsonb_text(v: Any) -> str:
     """jsonb_out of a parsed document: keys ordered by (byte length, bytes),
     last duplicate wins, ", " and ": " separators, numbers as numeric_out."""
@@ -1058,6 +1065,8 @@ def _jsonb_text(v: Any) -> str:
         return s[1:] if v.is_zero() and s.startswith("-") else s
     if isinstance(v, list):
         return "[" + ", ".join(_jsonb_text(x) for x in v) + "]"
+    if not isinstance(v, dict):
+        raise TypeError(f"no exact jsonb text for a {type(v).__name__}")
     items = sorted(v.items(), key=_jsonb_key_order) if len(v) > 1 else v.items()
     return "{" + ", ".join(f"{_jsonb_string(k)}: {_jsonb_text(x)}" for k, x in items) + "}"
 

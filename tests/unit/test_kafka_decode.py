@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import kafka_syntax as ks
+from planner.errors import SqlError
+from server import values
 from server.catalog import Item
 from server.kafka import batch_target, error_changes, table_layout
 from spark_backend import kafka_decode
@@ -69,8 +71,10 @@ def json_check(request, monkeypatch):
     if request.param == "json module":
         monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson raises ImportError
     kafka_decode._json_check.cache_clear()
+    kafka_decode._orjson_loads.cache_clear()
     yield request.param
     kafka_decode._json_check.cache_clear()
+    kafka_decode._orjson_loads.cache_clear()
 
 
 def test_checking_json_finds_exactly_the_errors_decoding_does(json_check):
@@ -94,6 +98,35 @@ _JSON_PIECES = [*'{}[]",:0123456789-+.eE \t\n\\/ab', "true", "false", "null", '"
 def test_checking_random_documents_agrees_with_decoding(texts):
     # orjson when installed (as here): a document it accepts must also be one jsonb accepts.
     _same_errors_checked_and_decoded([t.encode("utf-8", "surrogatepass") for t in texts])
+
+
+def _jsonb_both_ways(documents: list[bytes]) -> None:
+    """Decoding a document (through orjson when it can) gives jsonb_input's text, or its error."""
+    for data in documents:
+        try:
+            want = values.jsonb_input(data)
+        except SqlError as exc:
+            want = (exc.sqlstate, exc.message, exc.detail)
+        try:
+            got = kafka_decode._decode_jsonb(data)
+        except SqlError as exc:
+            got = (exc.sqlstate, exc.message, exc.detail)
+        assert got == want, data
+
+
+def test_decoding_json_gives_jsonb_input_text(json_check):
+    _jsonb_both_ways([d for d in JSON_DOCUMENTS if d is not None])
+    # What orjson reads but cannot be written as jsonb would: numbers with a fraction or
+    # an exponent (floats to orjson), duplicate keys, a NUL that is escaped.
+    _jsonb_both_ways([b'{"a": 1.50, "b": 1e2, "c": -0.0, "d": 12345678901234567890.5}', b'{"a": 1, "a": 2}',
+                      b'{"k": "\\u0000"}', b'{"bb": {"a": [1, {"c": null}]}, "a": "\xc3\xa9"}',
+                      str(2 ** 64).encode(), str(-(2 ** 63) - 1).encode(), b"18446744073709551615"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_JSON_PIECES), max_size=12).map("".join))
+def test_decoding_random_json_gives_jsonb_input_text(text):
+    _jsonb_both_ways([text.encode("utf-8", "surrogatepass")])
 
 
 def test_csv_columns():
