@@ -3,7 +3,8 @@ the raw confluent-kafka consume rate of the same topic in the same run; and the 
 produce to the row reaching a SUBSCRIBE client.
 
     .venv/bin/python bench/bench_kafka.py [--messages 1000000] [--keys 100000] [--lag 100]
-                                          [--formats text,json] [--repeat 3] [--raw-repeat 3]
+                                          [--formats text,json] [--warmup 2] [--repeat 3]
+                                          [--raw-repeat 3]
                                           [--spark-reads N]
 
 The topic (2 partitions) holds keys `k<i % keys>` and JSON values `{"n": <i>}`. Each
@@ -12,7 +13,8 @@ OFFSET ENVELOPE UPSERT) on its own source, created after the messages were produ
 timed from CREATE TABLE until its lag is 0 (every message's effect committed), one
 table at a time. The first format is also timed once before the others, as the first
 table of the fresh server: its Spark code then runs cold (JIT compilation), which a
-server pays once; then each format --repeat times, the best kept. A backlog this large is
+server pays once; then each format --warmup times untimed (the JVM is still compiling),
+and --repeat times timed, the best kept. A backlog this large is
 read by Spark's tasks (kafka_read; --spark-reads sets the server's --kafka-spark-reads, 0 to
 have the server's consumer poll it instead), and the output says which read each table's
 batches. JSON values are decoded by Python in Spark's workers (PostgreSQL's jsonb text form);
@@ -69,6 +71,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--lag", type=int, default=100)
     parser.add_argument("--formats", default="text,json")
+    parser.add_argument("--warmup", type=int, default=2,
+                        help="untimed runs per format after the cold one, before the timed ones")
     parser.add_argument("--repeat", type=int, default=3, help="warm runs per format; the best is kept")
     parser.add_argument("--spark-reads", type=int, metavar="N",
                         help="the server's --kafka-spark-reads (its default when not given)")
@@ -110,15 +114,20 @@ def main() -> None:
         with psycopg.connect(sw.dsn, autocommit=True) as c:
             c.execute(f"CREATE CONNECTION k TO KAFKA (BROKER '{bootstrap}')")
             # The first table of a fresh server runs its batches' Spark code cold (JIT, code
-            # generation): timed once on its own, then every format is timed warm.
-            # Warm tables are timed --repeat times each, the best kept: a server that has run
-            # for a while has all of its batches' code compiled.
+            # generation): timed once on its own. The JVM goes on compiling for several
+            # batches more (each batch plans its queries anew: Catalyst's code gets hot
+            # slowly), so --warmup tables of each format are ingested untimed, and then
+            # every format is timed warm, --repeat times, the best kept: a server that has
+            # run for a while has all of its batches' code compiled.
             runs = [(formats[0], f"{formats[0]}_cold", 0)]
+            runs += [(f, f"{f}_warmup", i) for i in range(args.warmup) for f in formats]
             runs += [(f, f, i) for i in range(args.repeat) for f in formats]
             for fmt, label, i in runs:
                 rate, count, used, batches = ingest(sw, c, fmt, f"{label}_{i}", args.messages, broker.pid)
                 print(f"{label} (run {i + 1}): {rate:,.0f} messages/s, {count:,} keys, batches read by {batches}",
                       flush=True)
+                if label.endswith("_warmup"):
+                    continue
                 if rate > rates.get(label, 0):
                     rates[label], keys[label], cpu[label], read_by[label] = rate, count, used, batches
             c.execute("CREATE SOURCE lag FROM KAFKA CONNECTION k (TOPIC 'lag') KEY FORMAT TEXT VALUE FORMAT TEXT "
