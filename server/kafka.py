@@ -94,6 +94,9 @@ LAG_BROKER_INTERVAL = 5.0
 # polled, which is quicker for a few records (no tasks to start, no consumer to connect).
 SPARK_READS = 100_000
 IDLE_POLLS_PER_REFRESH = 5  # polls wait up to 0.2 s each: partitions and lag about once a second
+# How often a table that is never idle (records keep coming, or backlogs keep Spark's tasks
+# reading) asks for the topic's partitions, so that partitions added to it are read.
+PARTITIONS_REFRESH_INTERVAL = 10.0
 
 
 class KafkaTableRunner:
@@ -109,6 +112,7 @@ class KafkaTableRunner:
         self._task: asyncio.Task | None = None
         self.key_errors: dict[str, dict] = dict(table.details["source"].get("errors", {}))
         self._lag_asked = 0.0  # monotonic time the broker was last asked for watermarks
+        self._partitions_asked = 0.0  # and for the topic's partitions
         self._labels: dict[str, str] | None = None
         self._poll_s = 0.0
         self._fill_timed_out = False
@@ -177,6 +181,7 @@ class KafkaTableRunner:
                                                            "seconds": round(time.perf_counter() - starting, 3)})
                 backoff = 0.5
                 idle_polls = 0
+                self._partitions_asked = time.monotonic()
                 while not self._stop.is_set() and not self._dropped():
                     # Caught up, the consumer's next poll takes what comes; otherwise a large
                     # backlog (a new table's, or one left after a full poll) is Spark's to read.
@@ -187,6 +192,7 @@ class KafkaTableRunner:
                             await asyncio.to_thread(consumer.stand_aside)
                             await self._ingest(spec, plan, target, backlog)
                             await self._refresh_lag(consumer, ask_broker=True)
+                            await self._ask_partitions_now_and_then(consumer)
                             continue
                         if consumer.aside:
                             await asyncio.to_thread(consumer.take_over, self._next_offsets())
@@ -195,6 +201,7 @@ class KafkaTableRunner:
                                  asyncio.to_thread(consumer.poll, spark_reads or kafka_consumer.MAX_BATCH))
                     pending = None
                     self._poll_s, self._fill_timed_out = time.perf_counter() - polling, consumer.fill_timed_out
+                    await self._ask_partitions_now_and_then(consumer)
                     if consumer.errors:
                         self.status, self.error = "stalled", consumer.errors[-1]
                         consumer.errors.clear()
@@ -235,6 +242,13 @@ class KafkaTableRunner:
     def _next_offsets(self) -> dict[int, int]:
         """The durable offsets: each partition's next record to ingest."""
         return {int(p): o for p, o in self.table.details["source"].get("offsets", {}).items()}
+
+    async def _ask_partitions_now_and_then(self, consumer: kafka_consumer.Consumer) -> None:
+        """Learn the topic's partitions every PARTITIONS_REFRESH_INTERVAL, for a table that is
+        never idle. Called only while no poll runs in another thread: a refresh may re-assign."""
+        if time.monotonic() - self._partitions_asked >= PARTITIONS_REFRESH_INTERVAL:
+            self._partitions_asked = time.monotonic()
+            await asyncio.to_thread(consumer.refresh_partitions)
 
     async def _backlog(self, consumer: kafka_consumer.Consumer, config: dict, at_least: int) -> Backlog | None:
         """The records not yet ingested, up to a batch's worth, when there are `at_least`."""

@@ -21,7 +21,7 @@ records more finely, which the rule allows. A backlog with many records per key 
 usual upsert topic) then sends a fraction of them through Spark's decoding, aggregation
 and shuffle (bench/RESULTS.md, Kafka section, session 8).
 
-Pure: Arrow and NumPy arrays in, row indices out.
+Pure: Arrow tables and NumPy arrays in and out, no I/O.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from spark_backend.kafka_decode import decode_side
 
 
 @dataclass(frozen=True)
@@ -55,26 +57,10 @@ def record_errors(records: pa.Table, contest: Contest) -> np.ndarray:
             err = pc.struct_field(records.column(f"__{side}"), "err")
             bad |= np.asarray(pc.is_valid(err))
         elif side in contest.utf8_sides:
-            bad |= ~_utf8(records.column(side).combine_chunks())
+            # TEXT's decoding is one vectorized UTF-8 check unless some record fails it.
+            err = decode_side(("text", 0), 1, records.column(side).combine_chunks()).field("err")
+            bad |= np.asarray(pc.is_valid(err))
     return bad
-
-
-def _utf8(raw: pa.Array) -> np.ndarray:
-    """Whether each key or value is UTF-8 (NULL is): one vectorized check, and a look at
-    each record only when some record fails it."""
-    try:
-        raw.cast(pa.string())
-        return np.ones(len(raw), bool)
-    except pa.ArrowInvalid:
-        pass
-    out = np.ones(len(raw), bool)
-    for i, data in enumerate(raw.to_pylist()):
-        if data is not None:
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                out[i] = False
-    return out
 
 
 def kept(records: pa.Table, contest: Contest) -> pa.Table:

@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -534,6 +535,48 @@ def test_partitions_added_to_a_topic_are_read_and_the_others_go_on(conn, broker)
     wait_rows(conn, check, [(11, 11, 2)])
     broker.send("grow", rec(value=b"c", partition=0))
     wait_rows(conn, check, [(12, 12, 2)])
+
+
+def test_partitions_added_while_records_keep_coming_are_read(conn, broker):
+    """A table that is never idle (a record every 20 ms, so that no poll comes back empty)
+    still learns of a partition added to its topic, every PARTITIONS_REFRESH_INTERVAL,
+    while the records keep coming; and reads every record once."""
+    from confluent_kafka.admin import NewPartitions
+
+    from server.kafka import PARTITIONS_REFRESH_INTERVAL
+
+    broker.create_topic("busy")
+    stop, sent = threading.Event(), []
+
+    def keep_sending() -> None:
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        count = 0
+        while not stop.is_set():
+            producer.produce("busy", value=f"a{count}".encode(), partition=0)
+            producer.poll(0)
+            count += 1
+            time.sleep(0.02)
+        assert producer.flush(60) == 0
+        sent.append(count)
+
+    sender = threading.Thread(target=keep_sending, daemon=True)
+    sender.start()
+    try:
+        conn.execute("CREATE SOURCE busy FROM KAFKA CONNECTION kafka (TOPIC 'busy')")
+        conn.execute("CREATE TABLE busy_t FROM SOURCE busy (REFERENCE busy) FORMAT TEXT INCLUDE PARTITION, OFFSET")
+        wait_rows(conn, "SELECT count(*) > 0 FROM busy_t", [(True,)])
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        for future in admin.create_partitions([NewPartitions("busy", 2)]).values():
+            future.result(timeout=30)
+        broker.send("busy", *[rec(value=f"b{i}".encode(), partition=1) for i in range(3)])
+        wait_rows(conn, "SELECT count(*) FROM busy_t WHERE partition = 1", [(3,)],
+                  timeout=PARTITIONS_REFRESH_INTERVAL + 60)
+        assert sender.is_alive(), "the records must still be coming when the partition is found"
+    finally:
+        stop.set()
+        sender.join(60)
+    total = sent[0] + 3
+    wait_rows(conn, f"SELECT count(*), {DISTINCT_RECORDS} FROM busy_t", [(total, total)])
 
 
 def test_a_backlog_is_taken_in_full_batches(broker):
