@@ -191,7 +191,7 @@ class KafkaTableRunner:
                             self._poll_s, self._fill_timed_out = 0.0, False
                             await asyncio.to_thread(consumer.stand_aside)
                             await self._ingest(spec, plan, target, backlog)
-                            await self._refresh_lag(consumer, ask_broker=True)
+                            # The lag is set by the next _backlog, which asks the broker.
                             await self._ask_partitions_now_and_then(consumer)
                             continue
                         if consumer.aside:
@@ -251,10 +251,18 @@ class KafkaTableRunner:
             await asyncio.to_thread(consumer.refresh_partitions)
 
     async def _backlog(self, consumer: kafka_consumer.Consumer, config: dict, at_least: int) -> Backlog | None:
-        """The records not yet ingested, up to a batch's worth, when there are `at_least`."""
+        """The records not yet ingested, up to a batch's worth, when there are `at_least`;
+        the lag gauge is set from the same watermarks."""
         # A consumer that fetches learns the watermarks with its fetches; one standing aside asks.
         unread = await asyncio.to_thread(consumer.unread, self._next_offsets(), consumer.aside)
-        if unread is None or sum(end - start for start, end in unread.values()) < at_least:
+        if unread is None:
+            return None
+        lag = sum(end - start for start, end in unread.values())
+        if not self._dropped():
+            SOURCE_LAG.set(lag, **self._metric_labels(), unit="messages")
+            if consumer.aside:
+                self._lag_asked = time.monotonic()
+        if lag < at_least:
             return None
         return Backlog(config, consumer.topic, backlog_ranges(unread, kafka_consumer.MAX_BATCH),
                        consumer.timestamps, consumer.headers)

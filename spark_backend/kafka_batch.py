@@ -150,11 +150,11 @@ def _handed_over(spark: SparkSession, store: Store, raw: Records, plan: DecodePl
 
     A Backlog is read by Spark's tasks (kafka_read), which also decode what needs Python
     (see _decoded) and, given the `contest` of an upsert, pass on only the records that can
-    still decide a key's winner (kafka_contenders). Polled records go to Spark as a Parquet file in the data directory's scratch folder
-    rather than through createDataFrame: Spark's vectorized Parquet reader takes a
-    5e5-record batch 2-4x faster than the Arrow hand-over through the driver, which
-    turns the batch into one local relation and splits it on the JVM side (bench_kafka's
-    floor measures both). The file is not fsynced: it is read back at once and a crash
+    still decide a key's winner (kafka_contenders). Polled records go to Spark as a Parquet
+    file in the data directory's scratch folder rather than through createDataFrame:
+    Spark's vectorized Parquet reader takes a 5e5-record batch 2-4x faster than the Arrow
+    hand-over through the driver, which turns the batch into one local relation and splits
+    it on the JVM side (bench_kafka's floor measures both). The file is not fsynced: it is read back at once and a crash
     loses nothing that the durable offsets would not replay."""
     if isinstance(raw, Backlog):
         decoders = tuple((side, plan.format(side), plan.width(side), check_values and side == "value")
@@ -265,8 +265,9 @@ def upsert_batch(spark: SparkSession, plan: DecodePlan, raw: Records, target: Ta
     # decoding only their contenders (kafka_read).
     check_values = plan.value_format[0] == "json"
     values_later = check_values and not isinstance(raw, Backlog)
-    contest = Contest("timestamp" in target.order, plan.key_required,
-                      tuple(side for side in ("key", "value") if (plan.format(side) or ("",))[0] == "text"))
+    text_sides = tuple(side for side, fmt in (("key", plan.key_format), ("value", plan.value_format))
+                       if fmt is not None and fmt[0] == "text")
+    contest = Contest("timestamp" in target.order, plan.key_required, text_sides)
     with _handed_over(spark, store, raw, plan, check_values, contest) as records:
         if small:
             # A few records (what a lone new record is): one partition, so that neither the
