@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from planner.spark_guard import spark_sql
+
 TS = "__mz_ts"
 DIFF = "__mz_diff"
 
@@ -103,9 +105,9 @@ class NotIncremental(Exception):
 
 def plan_dataflow(tree: exp.Expression) -> DataflowPlan:
     """Choose how to maintain a resolved, qualified query (see planner.translate)."""
-    full_sql = tree.sql("spark")
+    full_sql = spark_sql(tree)
     try:
-        return DataflowPlan("linear", "", full_sql, delta_sql=_linear(tree).sql("spark"))
+        return DataflowPlan("linear", "", full_sql, delta_sql=spark_sql(_linear(tree)))
     except NotIncremental as linear_reason:
         try:
             return DataflowPlan("aggregate", "", full_sql, aggregate=_aggregate(tree))
@@ -245,12 +247,12 @@ def _aggregate(node: exp.Expression) -> AggregatePlan:
                            exp.alias_(arg.copy(), "__v"), exp.alias_(exp.Sum(this=diff_col.copy()), "__n"))
             q = q.from_(source.copy()).where(exp.and_(where.this.copy(), cond) if where else cond)
             q = q.group_by(*[k.copy() for k in keys], ts_col.copy(), arg.copy())
-            extremes[agg.index] = q.sql("spark")
+            extremes[agg.index] = spark_sql(q)
     q = exp.select(*partials).from_(source.copy())
     if where is not None:
         q = q.where(where.this.copy())
     q = q.group_by(*[k.copy() for k in keys], ts_col.copy())
-    return AggregatePlan(len(keys), tuple(outputs), tuple(a for a, _ in aggregates), q.sql("spark"),
+    return AggregatePlan(len(keys), tuple(outputs), tuple(a for a, _ in aggregates), spark_sql(q),
                          extremes, is_global=not keys)
 
 
@@ -329,7 +331,7 @@ def _join(node: exp.Expression) -> JoinPlan:
             *[exp.alias_(k.copy(), f"__jk{i}") for i, k in enumerate(keys)],
             exp.alias_(exp.column(TS, table=ident), TS), exp.alias_(exp.column(DIFF, table=ident), DIFF),
         ).from_(source.copy())
-        return select.sql("spark"), tuple(v for _, v in cols)
+        return spark_sql(select), tuple(v for _, v in cols)
 
     left_sql, left_cols = side_sql(left, a, left_keys)
     right_sql, right_cols = side_sql(right, b, right_keys)
@@ -348,4 +350,4 @@ def _join(node: exp.Expression) -> JoinPlan:
         conditions.append(where.this.copy().transform(rename))
     if conditions:
         post = post.where(exp.and_(*conditions))
-    return JoinPlan(left_sql, right_sql, left_cols, right_cols, len(left_keys), post.sql("spark"))
+    return JoinPlan(left_sql, right_sql, left_cols, right_cols, len(left_keys), spark_sql(post))

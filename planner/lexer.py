@@ -1,6 +1,6 @@
 """Splitting a query string into statements, and a small token scanner.
 
-Splitting uses sqlglot's PostgreSQL tokenizer, so semicolons inside strings,
+Splitting uses PostgreSQL's own scanner (pglast), so semicolons inside strings,
 dollar quotes, quoted identifiers and comments never split. The scanner reads
 the handful of Materialize/PostgreSQL statements sqlglot does not parse
 (SHOW, SET, FETCH, ...).
@@ -11,13 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import TokenError
-from sqlglot.tokens import TokenType
+from pglast import parser as _pg
 
 from planner.errors import SYNTAX_ERROR, SqlError
-
-_TOKENIZER = Postgres().tokenizer_class()
 
 
 @dataclass(frozen=True)
@@ -27,40 +23,32 @@ class Piece:
 
 
 def split_statements(sql: str) -> list[Piece]:
-    """Statements of a query string, without empty ones between semicolons."""
+    """Statements of a query string, without empty ones between semicolons.
+
+    PostgreSQL's own scanner finds the semicolons, so strings, dollar quotes, quoted
+    identifiers and comments never split, exactly as in PostgreSQL."""
     try:
-        tokens = _TOKENIZER.tokenize(sql)
-    except TokenError as exc:
-        raise _token_error(sql, exc) from exc
+        tokens = _pg.scan(sql)
+    except _pg.ParseError as exc:
+        cursor = exc.args[1] if len(exc.args) > 1 and exc.args[1] is not None else len(sql)
+        raise SqlError(SYNTAX_ERROR, exc.args[0], position=cursor + 1) from None
     pieces: list[Piece] = []
     start: int | None = None
     end = 0
     for tok in tokens:
-        if tok.token_type == TokenType.SEMICOLON:
+        if tok.name == "ASCII_59":  # ;
             if start is not None:
                 pieces.append(Piece(sql[start:end + 1], start))
             start = None
             continue
+        if tok.name in ("SQL_COMMENT", "C_COMMENT"):
+            continue  # a comment belongs to no statement, nor makes one
         if start is None:
             start = tok.start
-            # A comment before the first token belongs to no statement.
         end = tok.end
     if start is not None:
         pieces.append(Piece(sql[start:end + 1], start))
     return pieces
-
-
-def _token_error(sql: str, exc: TokenError) -> SqlError:
-    """PostgreSQL's wording for text the tokenizer cannot finish."""
-    for opener, what in (("'", "quoted string"), ('"', "quoted identifier"), ("$$", "dollar-quoted string")):
-        if sql.count(opener) % 2:
-            at = sql.rfind(opener)
-            return SqlError(SYNTAX_ERROR, f'unterminated {what} at or near "{sql[at:at + 20]}"',
-                            position=at + 1)
-    if sql.count("/*") > sql.count("*/"):
-        at = sql.rfind("/*")
-        return SqlError(SYNTAX_ERROR, "unterminated /* comment", position=at + 1)
-    return SqlError(SYNTAX_ERROR, f"syntax error: {str(exc).splitlines()[0]}")
 
 
 _WORD = re.compile(

@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from planner import pg_compat
+from planner import allowlist, pg_compat, pg_parse
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.lexer import Scanner, split_statements
@@ -83,16 +83,36 @@ def _unsupported(s: Scanner) -> SqlError:
 # -- sqlglot-parsed statements -------------------------------------------------------
 
 def _sqlglot(text: str) -> exp.Expression:
+    # PostgreSQL's grammar first: its syntax errors, and deny by default - every function,
+    # operator and type the statement names must be in our catalogs.
+    allowlist.check(text)
     try:
-        tree = sqlglot.parse_one(text, read="postgres")
+        tree = sqlglot.parse_one(_spaced_params(text), read="postgres")
     except ParseError as exc:
         raise _parse_error(text, exc) from exc
     except TokenError as exc:
         raise SqlError(SYNTAX_ERROR, f"syntax error: {exc}") from exc
+    except RecursionError:
+        raise SqlError(pg_parse.STATEMENT_TOO_COMPLEX, "statement too complex") from None
     if tree is None:
         raise SqlError(SYNTAX_ERROR, "syntax error at end of input", position=len(text) + 1)
     _check_commas(text)
     return tree
+
+
+def _spaced_params(text: str) -> str:
+    """`$1,$2` with a space after each placeholder: sqlglot's tokenizer reads `$1,$` as
+    the start of a dollar-quoted string (every driver writes `($1,$2)`)."""
+    spans = pg_parse.scan_params(text)
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in spans:
+        out.append(text[last:end])
+        out.append(" ")
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _check_commas(text: str) -> None:

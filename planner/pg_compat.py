@@ -19,8 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlglot
+from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS
 from sqlglot import exp
 
+from planner import functions, pg_functions
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 
 # -- OIDs ----------------------------------------------------------------------------------
@@ -375,9 +377,10 @@ def _json_extract(node: exp.JSONExtract) -> exp.Expression:
 
 def _json_typeof(value: exp.Expression) -> exp.Expression:
     """json(b)_typeof: in a valid JSON text the first character tells the type."""
-    return _parse("CASE substr(ltrim(__v), 1, 1) WHEN '{' THEN 'object' WHEN '[' THEN 'array' "
+    return _parse("CASE WHEN __v IS NULL THEN NULL ELSE CASE substr(ltrim(__v), 1, 1) "
+                  "WHEN '{' THEN 'object' WHEN '[' THEN 'array' "
                   "WHEN '\"' THEN 'string' WHEN 't' THEN 'boolean' WHEN 'f' THEN 'boolean' "
-                  "WHEN 'n' THEN 'null' ELSE 'number' END", v=value)
+                  "WHEN 'n' THEN 'null' ELSE 'number' END END", v=value)
 
 
 def _cast(node: exp.Cast) -> exp.Expression:
@@ -516,8 +519,7 @@ _TRUE = {"pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible",
 _FALSE = {"pg_relation_is_publishable", "pg_is_in_recovery", "pg_is_other_temp_schema"}
 _NULL_TEXT = {"obj_description", "col_description", "shobj_description", "pg_get_indexdef",
               "pg_get_constraintdef", "pg_get_viewdef", "pg_get_triggerdef", "pg_get_ruledef",
-              "pg_get_statisticsobjdef_columns", "pg_get_function_result",
-              "pg_get_function_arguments", "pg_get_function_identity_arguments",
+              "pg_get_statisticsobjdef_columns",
               "pg_get_partkeydef", "pg_get_serial_sequence", "pg_get_functiondef",
               "pg_get_statisticsobjdef", "pg_tablespace_location"}
 _ZERO = {"pg_total_relation_size", "pg_table_size", "pg_relation_size", "pg_indexes_size",
@@ -538,6 +540,8 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return _null_text()
     if name in _ZERO:
         return exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("BIGINT"))
+    if name in _FUNCTION_TEXTS and len(args) == 1:
+        return _by_function_oid(args[0], _FUNCTION_TEXTS[name])
     if name == "pg_get_userbyid":
         return _strict(args, _str("materialize"))
     if name == "pg_encoding_to_char":
@@ -550,13 +554,12 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return exp.Cast(this=args[0], to=exp.DataType.build("TEXT"))
     if name == "pg_size_pretty" and args:
         return _size_pretty(args[0])
-    if name == "array_to_string" and len(args) >= 2:
-        return exp.ArrayToString(this=args[0], expression=args[1])
-    if name in ("array_upper", "array_length", "cardinality") and args:
+    if name == "array_to_string" and len(args) in (2, 3):  # pg_catalog.array_to_string(...)
+        return exp.Anonymous(this="array_join", expressions=args)
+    if name == "cardinality" and len(args) == 1:
         return exp.ArraySize(this=args[0])
-    if name == "array_lower" and args:
-        return exp.If(this=exp.GT(this=exp.ArraySize(this=args[0]), expression=exp.Literal.number(0)),
-                      true=exp.Literal.number(1), false=exp.Null())
+    if name in ("array_upper", "array_lower") and len(args) == 2:
+        return pg_functions.array_bound(args[0], args[1], upper=name == "array_upper")
     if name == "current_schemas" and args:
         return _schemas(args[0])
     if name in ("to_regtype",) and args:
@@ -570,15 +573,50 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
             exp.If(this=_str(k), true=_str(v)) for k, v in _SETTINGS.items()], default=_null_text())
     if name == "set_config" and len(args) >= 2:
         return exp.Cast(this=args[1], to=exp.DataType.build("TEXT"))  # accepted, not kept
-    if name == "quote_ident" and args:
-        return args[0]
     if name == "pg_postmaster_start_time":
         return exp.CurrentTimestamp()
     if name in ("jsonb_typeof", "json_typeof") and len(args) == 1:
         return _json_typeof(args[0])
     if name in ("jsonb_array_length", "json_array_length") and len(args) == 1:
-        return exp.Anonymous(this="json_array_length", expressions=[args[0]])
+        length = exp.Anonymous(this="json_array_length", expressions=[args[0]])
+        not_array = exp.and_(exp.Not(this=exp.Is(this=args[0].copy(), expression=exp.Null())),
+                             exp.Is(this=length.copy(), expression=exp.Null()))
+        return exp.Case(ifs=[exp.If(this=not_array, true=pg_functions.pg_error(
+            "22023", "cannot get array length of a non-array"))], default=length)
+    if name == "quote_ident" and len(args) == 1:
+        return _quote_ident(args[0])
     return None
+
+
+def _quote_ident(value: exp.Expression) -> exp.Expression:
+    """quote_ident: the name as is when it needs no quotes (lower case letters, digits, _
+    and $, not starting with a digit, not a reserved word), else in double quotes."""
+    reserved = sorted(RESERVED_KEYWORDS | TYPE_FUNC_NAME_KEYWORDS | COL_NAME_KEYWORDS)
+    plain = exp.and_(exp.RegexpLike(this=value.copy(), expression=exp.Literal.string("^[a-z_][a-z0-9_$]*$")),
+                     exp.Not(this=exp.In(this=value.copy(), expressions=[_str(w) for w in reserved])))
+    quoted = exp.DPipe(this=exp.DPipe(this=_str('"'), expression=exp.Anonymous(
+        this="replace", expressions=[value.copy(), _str('"'), _str('""')])), expression=_str('"'))
+    return exp.If(this=plain, true=value.copy(), false=quoted)
+
+
+def _signature_texts() -> dict[str, dict[int, str]]:
+    """What pg_get_function_result/_arguments/_identity_arguments say of each catalogued function."""
+    out: dict[str, dict[int, str]] = {"pg_get_function_result": {}, "pg_get_function_arguments": {},
+                                      "pg_get_function_identity_arguments": {}}
+    for f in functions.FUNCTIONS:
+        args = f.identity[len(f.name) + 1:-1]
+        out["pg_get_function_result"][f.oid] = f"SETOF {f.result}" if f.kind is functions.Kind.TABLE else f.result
+        out["pg_get_function_arguments"][f.oid] = args
+        out["pg_get_function_identity_arguments"][f.oid] = args
+    return out
+
+
+_FUNCTION_TEXTS = _signature_texts()
+
+
+def _by_function_oid(oid: exp.Expression, texts: dict[int, str]) -> exp.Expression:
+    return exp.Case(this=oid.copy(), ifs=[exp.If(this=exp.Literal.number(k), true=_str(v))
+                                          for k, v in texts.items()], default=_null_text())
 
 
 def _func_name(node: exp.Expression) -> str | None:
@@ -586,8 +624,6 @@ def _func_name(node: exp.Expression) -> str | None:
         return node.name.lower()
     if isinstance(node, exp.CurrentSchemas):
         return "current_schemas"
-    if isinstance(node, exp.ArrayToString):
-        return "array_to_string"
     return None
 
 
@@ -744,10 +780,13 @@ def _swap(node: exp.Expression) -> exp.Expression:
         node.set("db", None)  # FROM pg_catalog.unnest(...)
         if isinstance(node.this, exp.Explode):
             node = exp.Unnest(expressions=[node.this.this], alias=node.args.get("alias"))
-    if isinstance(node, exp.Unnest):
+    if isinstance(node, exp.Unnest) and len(node.expressions) == 1:
         alias = node.args.get("alias")
-        if alias is not None and alias.name and not alias.args.get("columns") \
-                and len(node.expressions) == 1:
+        if alias is None:
+            # FROM unnest(a): PostgreSQL names the relation and its column unnest.
+            node.set("alias", exp.TableAlias(this=exp.to_identifier("unnest"),
+                                             columns=[exp.to_identifier("unnest")]))
+        elif alias.name and not alias.args.get("columns"):
             # FROM unnest(a) x: PostgreSQL names the column x too.
             alias.set("columns", [exp.to_identifier(alias.name)])
     if isinstance(node, (exp.EQ, exp.NEQ)):
@@ -782,4 +821,4 @@ def _swap(node: exp.Expression) -> exp.Expression:
         replacement = _function(name, _args(node))
         if replacement is not None:
             return replacement
-    return node
+    return pg_functions.rewrite(node)

@@ -18,7 +18,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from planner import pg_compat
+from planner import pg_compat, pg_functions, spark_guard
 from planner.errors import UNDEFINED_TABLE, SqlError
 from planner.parser import table_name
 
@@ -79,11 +79,31 @@ def _is_relation(table: exp.Table) -> bool:
 def to_spark(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
              params: dict[int, exp.Expression] | None = None) -> str:
     """The Spark SQL text of a PostgreSQL query."""
-    return resolve_tree(tree, resolve, ctx, params).sql("spark")
+    return spark_guard.spark_sql(resolve_tree(tree, resolve, ctx, params))
 
 
 def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
                  params: dict[int, exp.Expression] | None = None) -> exp.Expression:
+    """The query as Spark will run it: relations resolved to the views a read registers,
+    views inlined, PostgreSQL's constructs rewritten, parameters bound; checked by
+    planner.spark_guard to read only those views (generate its text with spark_guard.spark_sql)."""
+    registered: set[str] = set()
+
+    def recording(name: str):
+        source = resolve(name)
+        if isinstance(source, TableSource):
+            registered.add(source.spark_name)
+        return source
+
+    tree = _resolve(tree, recording, ctx, params)
+    spark_guard.strip_comments(tree)
+    spark_guard.cte_columns_as_aliases(tree)
+    spark_guard.check_relations(tree, registered)
+    return tree
+
+
+def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
+             params: dict[int, exp.Expression] | None = None) -> exp.Expression:
     tree = tree.copy()
     names = _written_names(tree)
     tree = pg_compat.rewrite(tree)
@@ -107,7 +127,7 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
                             alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
             schema[source.spark_name] = source.columns
         else:
-            inner = resolve_tree(source.query, resolve, ctx, None)
+            inner = _resolve(source.query, resolve, ctx, None)
             new = exp.Subquery(this=inner,
                                alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
         table.replace(new)
@@ -141,10 +161,25 @@ def _series(table: exp.Table) -> exp.Subquery:
     if alias is not None:
         columns = alias.args.get("columns") or []
         column = columns[0].name if columns else alias.name
-    select = exp.select(exp.alias_(exp.Explode(this=exp.Anonymous(this="sequence", expressions=args)),
-                                   exp.to_identifier(column, quoted=True)))
+    select = exp.select(exp.alias_(exp.Explode(this=_series_values(*args)), exp.to_identifier(column, quoted=True)))
     return exp.Subquery(this=select, alias=exp.TableAlias(
         this=exp.to_identifier(alias.name if alias is not None else "generate_series", quoted=True)))
+
+
+def _series_values(start: exp.Expression, end: exp.Expression, step: exp.Expression | None = None) -> exp.Expression:
+    """The values of generate_series as an array: none when `end` lies the other way from
+    `start` (Spark's sequence would count back, or fail), PostgreSQL's error for a zero step."""
+    step = step if step is not None else exp.Literal.number(1)
+    upward = exp.and_(exp.GT(this=step.copy(), expression=exp.Literal.number(0)),
+                      exp.LTE(this=start.copy(), expression=end.copy()))
+    downward = exp.and_(exp.LT(this=step.copy(), expression=exp.Literal.number(0)),
+                        exp.GTE(this=start.copy(), expression=end.copy()))
+    sequence = exp.Anonymous(this="sequence", expressions=[start.copy(), end.copy(), step.copy()])
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=step.copy(), expression=exp.Literal.number(0)),
+               true=pg_functions.pg_error("22023", "step size cannot equal zero")),
+        exp.If(this=exp.or_(upward, downward), true=sequence)],
+        default=exp.Anonymous(this="array", expressions=[]))
 
 
 def _literal_ts(ctx: SessionContext) -> exp.Expression:
@@ -246,6 +281,7 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
             schema=mapping, dialect="spark")
     except Exception:  # noqa: BLE001 - type inference is best effort
         return tree
+    pg_functions.typed(typed)
     for div in list(typed.find_all(exp.Div)):
         left, right = div.this.type, div.expression.type
         if left is not None and right is not None and left.this in _INTEGRAL and right.this in _INTEGRAL:

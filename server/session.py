@@ -205,6 +205,10 @@ class Session:
         except asyncio.CancelledError:
             self.coord.engine.cancel(self.group)
             raise
+        except RecursionError:
+            # A statement nested deeper than translation's recursion goes (thousands of NOTs).
+            metrics.STATEMENTS.inc(kind=type(stmt).__name__, outcome="error")
+            raise SqlError("54001", "statement too complex") from None
         except SqlError as err:
             metrics.STATEMENTS.inc(kind=type(stmt).__name__, outcome="error")
             if self.cancelled:

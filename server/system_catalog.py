@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from planner import pg_compat
+from planner import functions, operators, pg_compat
 from planner.pg_compat import NAMESPACES, SUPERUSER_OID, TYPES
 from planner.types import BY_NAME, SqlType, lookup
 from spark_backend.schema import arrow_type, pg_metadata, physical
@@ -241,25 +241,34 @@ def _pg_tablespace(snap: Snapshot):
     yield 1664, "pg_global", SUPERUSER_OID, None, None
 
 
-# Functions psql and the drivers call, as pg_proc rows (name, result type, argument types).
-_PROCS = [
-    ("format_type", 25, [26, 23]), ("pg_get_userbyid", 19, [26]), ("pg_table_is_visible", 16, [26]),
-    ("pg_get_expr", 25, [194, 26]), ("obj_description", 25, [26, 19]),
-    ("col_description", 25, [26, 23]), ("current_schema", 19, []), ("current_schemas", 1003, [16]),
-    ("array_to_string", 25, [2277, 25]), ("has_table_privilege", 16, [25, 25]),
-    ("has_schema_privilege", 16, [25, 25]), ("pg_encoding_to_char", 19, [23]),
-    ("pg_get_indexdef", 25, [26]), ("pg_total_relation_size", 20, [2205]),
-    ("current_database", 19, []), ("version", 25, []), ("now", 1184, []),
-    ("pg_backend_pid", 23, []),
-]
+# Type OIDs of the pseudo-types the function catalog's signatures use, beyond pg_type's rows.
+_PSEUDO_TYPE_OIDS = {'"any"': 2276, "anyelement": 2283, "anyarray": 2277, "anynonarray": 2776,
+                     "anycompatible": 5077, "anycompatiblearray": 5078, "regnamespace": 4089,
+                     "record": 2249, "void": 2278}
+
+
+def _type_oid(name: str) -> int:
+    return _PSEUDO_TYPE_OIDS.get(name) or pg_compat.type_names().get(name, 0)
 
 
 def _pg_proc(snap: Snapshot):
-    for i, (name, result, args) in enumerate(_PROCS):
-        yield (pg_compat.HIDDEN_SYSTEM_OIDS_END + i, name, NAMESPACES["pg_catalog"],
-               SUPERUSER_OID, 12, 1.0, 0.0, 0, "-", "f", False, False, True, False, "s", "s",
-               len(args), 0, result, " ".join(str(a) for a in args), None, None, None, None,
-               None, name, None, None, None, None)
+    """Exactly the functions of the function catalog (planner.functions), one row per signature."""
+    for f in functions.FUNCTIONS:
+        kind = {functions.Kind.AGGREGATE: "a", functions.Kind.WINDOW: "w"}.get(f.kind, "f")
+        args = [_type_oid(a) for a in f.args]
+        yield (f.oid, f.name, NAMESPACES["pg_catalog"], SUPERUSER_OID, 12, 1.0,
+               1000.0 if f.kind is functions.Kind.TABLE else 0.0, args[-1] if f.variadic else 0, "-",
+               kind, False, False, True, f.kind is functions.Kind.TABLE, "s", "s", len(args), 0,
+               _type_oid(f.result), " ".join(str(a) for a in args), None, None, None, None, None,
+               f.name, None, None, None, None)
+
+
+def _pg_operator(snap: Snapshot):
+    """Exactly the operators of the operator catalog (planner.operators)."""
+    for o in operators.OPERATORS:
+        yield (o.oid, o.name, NAMESPACES["pg_catalog"], SUPERUSER_OID, "l" if o.left is None else "b",
+               False, False, _type_oid(o.left) if o.left else 0, _type_oid(o.right), _type_oid(o.result),
+               0, 0, "-", "-", "-")
 
 
 def _schema_rows(snap: Snapshot):
@@ -462,6 +471,9 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("pg_catalog", "pg_attrdef", "oid oid, adrelid oid, adnum int2, adbin pg_node_tree",
      _pg_attrdef, "r"),
     ("pg_catalog", "pg_proc", _PROC, _pg_proc, "r"),
+    ("pg_catalog", "pg_operator", ("oid oid, oprname name, oprnamespace oid, oprowner oid, "
+     'oprkind "char", oprcanmerge bool, oprcanhash bool, oprleft oid, oprright oid, oprresult oid, '
+     "oprcom oid, oprnegate oid, oprcode regproc, oprrest regproc, oprjoin regproc"), _pg_operator, "r"),
     ("pg_catalog", "pg_tablespace",
      "oid oid, spcname name, spcowner oid, spcacl aclitem[], spcoptions text[]", _pg_tablespace,
      "r"),

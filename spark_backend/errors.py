@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from planner.errors import SqlError
+from planner.pg_functions import ERROR_PREFIX
 
 # Internal relation names look like __sw_<query>_<table>; users never see them.
 INTERNAL_NAME = re.compile(r"`?__sw_\d+_([A-Za-z0-9_]+?)`?(?=\W|$)")
@@ -64,7 +65,17 @@ def _out_of_range(p: dict) -> tuple[str, str]:
     )
 
 
+def _raised(p: dict) -> tuple[str, str]:
+    """An error planner.pg_functions raises inside a Spark expression: `sparkwire:<SQLSTATE>:<text>`."""
+    text = str(p.get("errorMessage", ""))
+    if text.startswith(ERROR_PREFIX):
+        code, _, message = text[len(ERROR_PREFIX):].partition(":")
+        return code, message
+    return "P0001", text
+
+
 _BY_CLASS = {
+    "USER_RAISED_EXCEPTION": _raised,
     "UNRESOLVED_COLUMN": _unresolved_column,
     "TABLE_OR_VIEW_NOT_FOUND": _table_not_found,
     "UNRESOLVED_ROUTINE": _routine,

@@ -496,7 +496,7 @@ QUERIES = [
                               ("eve", "high")]),
     (("SELECT date_trunc('month', timestamp '2024-03-14 15:09:26'), "
      "extract(year from date '2024-03-14'), extract(hour from timestamp '2024-03-14 15:09:26')"),
-     [(dt.datetime(2024, 3, 1, tzinfo=UTC), 2024, 15)]),
+     [(dt.datetime(2024, 3, 1), 2024, 15)]),  # a timestamp without time zone, as in PostgreSQL
     ("SELECT count(*), count(dept_id), count(DISTINCT dept_id), avg(salary) FROM emp",
      [(5, 4, 2, Decimal("78.2"))]),
     # array_agg keeps NULLs, follows its ORDER BY (ASC: NULLs last) and is NULL over no rows.
@@ -723,7 +723,7 @@ def test_jsonb_operators_and_functions(conn):
     assert conn.execute("SELECT (data->>'a')::text IS NOT NULL, (data->'a'->>'b')::int * 10 FROM docs2 "
                         "ORDER BY id").fetchall() == [(True, 20), (True, 50)]
     for sql, state in (("SELECT '{bad'::jsonb", "22P02"), ("SELECT data::jsonb FROM docs2", "0A000"),
-                       ("SELECT data #> '{a}' FROM docs2", "0A000")):
+                       ("SELECT data #> '{a}' FROM docs2", "42883")):  # not in the operator catalog
         with pytest.raises(psycopg.Error) as err:
             conn.execute(sql)
         assert err.value.sqlstate == state, (sql, err.value)

@@ -1,0 +1,486 @@
+"""The function catalog: every function a query may call, deny by default.
+
+Each entry is one PostgreSQL 15 function signature that sparkwire accepts: its
+`pg_proc` OID, name, argument and result types as PostgreSQL prints them, and
+the Spark SQL it becomes (`{0}`, `{1}`, ... stand for the arguments' Spark SQL).
+A call whose name (and number of arguments) is not listed here is PostgreSQL's
+`42883 function f(...) does not exist`, raised before Spark sees anything
+(`planner.allowlist`); `pg_proc` and psql's `\\df` list exactly these entries.
+
+Two kinds of semantics:
+- POSTGRES: the function computes what PostgreSQL computes. Every such entry is
+  called side by side on sparkwire and a real PostgreSQL 15 with sample
+  arguments (tests/integration/test_function_catalog.py).
+- SYSTEM: the answer comes from sparkwire's own catalog and session, as it
+  would from PostgreSQL's (`version()`, `has_table_privilege()` - there are no
+  privileges to lack - `pg_table_size()` of a relation with no PostgreSQL heap).
+
+A signature PostgreSQL has and this list lacks fails with 42883 on purpose: it
+is either not yet translated with PostgreSQL's semantics, or Spark would give a
+different answer (Spark's `log(x)` is the natural logarithm, PostgreSQL's the
+decimal one). "A PostgreSQL front end of our own" extends this list; the
+binder will resolve overloads by argument types against it.
+
+Operators are listed the same way in `planner.operators`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    """pg_proc.prokind, with table functions (proretset) apart."""
+
+    SCALAR = "f"
+    AGGREGATE = "a"
+    WINDOW = "w"
+    TABLE = "t"  # returns a set: called in FROM
+
+
+class Semantics(Enum):
+    POSTGRES = "postgres"  # PostgreSQL's answer, tested against PostgreSQL 15
+    SYSTEM = "system"  # the answer of sparkwire's own catalog or session
+
+
+@dataclass(frozen=True)
+class Function:
+    oid: int  # PostgreSQL 15's pg_proc.oid for this signature
+    name: str
+    args: tuple[str, ...]  # argument types, as format_type prints them
+    result: str
+    spark: str  # the Spark SQL the call becomes; "rewrite" where planner code builds it
+    kind: Kind = Kind.SCALAR
+    semantics: Semantics = Semantics.POSTGRES
+    variadic: bool = False  # the last argument repeats: concat(a, b, c, ...)
+
+    @property
+    def identity(self) -> str:
+        """`name(type, type)`, as pg_get_function_identity_arguments would say."""
+        args = list(self.args)
+        if self.variadic and args:
+            args[-1] = f"VARIADIC {args[-1]}"
+        return f"{self.name}({', '.join(args)})"
+
+    def takes(self, nargs: int) -> bool:
+        if self.variadic:
+            return nargs >= len(self.args)
+        return nargs == len(self.args)
+
+
+def _entry(kind: Kind, semantics: Semantics = Semantics.POSTGRES):
+    def make(oid: int, name: str, args: str, result: str, spark: str, variadic: bool = False) -> Function:
+        types = tuple(a.strip() for a in args.split(",")) if args else ()
+        return Function(oid, name, types, result, spark, kind, semantics, variadic)
+
+    return make
+
+
+F = _entry(Kind.SCALAR)
+S = _entry(Kind.SCALAR, Semantics.SYSTEM)
+A = _entry(Kind.AGGREGATE)
+W = _entry(Kind.WINDOW)
+T = _entry(Kind.TABLE)
+
+FUNCTIONS: tuple[Function, ...] = (
+    F(1394, "abs", "real", "real", "abs({0})"),
+    F(1395, "abs", "double precision", "double precision", "abs({0})"),
+    F(1396, "abs", "bigint", "bigint", "abs({0})"),
+    F(1397, "abs", "integer", "integer", "abs({0})"),
+    F(1398, "abs", "smallint", "smallint", "abs({0})"),
+    F(1705, "abs", "numeric", "numeric", "abs({0})"),
+    A(2335, "array_agg", "anynonarray", "anyarray", "if(size(transform(collect_list(struct({0} as v)), e -> e.v)) = 0, null, transform(collect_list(struct({0} as v)), e -> e.v))"),
+    A(4053, "array_agg", "anyarray", "anyarray", "if(size(transform(collect_list(struct({0} as v)), e -> e.v)) = 0, null, transform(collect_list(struct({0} as v)), e -> e.v))"),
+    F(378, "array_append", "anycompatiblearray, anycompatible", "anycompatiblearray", "array_append(coalesce({0}, array()), {1})"),
+    F(383, "array_cat", "anycompatiblearray, anycompatiblearray", "anycompatiblearray", "concat({0}, {1})"),
+    F(2176, "array_length", "anyarray, integer", "integer", "size({0})"),
+    F(2091, "array_lower", "anyarray, integer", "integer", "if(size({0}) > 0, 1, null)"),
+    F(3277, "array_position", "anycompatiblearray, anycompatible", "integer", "array_position({0}, {1})"),
+    F(379, "array_prepend", "anycompatible, anycompatiblearray", "anycompatiblearray", "array_prepend(coalesce({1}, array()), {0})"),
+    F(384, "array_to_string", "anyarray, text, text", "text", "array_join({0}, {1})"),
+    F(395, "array_to_string", "anyarray, text", "text", "array_join({0}, {1})"),
+    F(2092, "array_upper", "anyarray, integer", "integer", "size({0})"),
+    F(1620, "ascii", "text", "integer", "ascii({0})"),
+    F(1602, "atan", "double precision", "double precision", "atan({0})"),
+    F(1603, "atan2", "double precision, double precision", "double precision", "atan2({0}, {1})"),
+    A(2100, "avg", "bigint", "numeric", "avg({0})"),
+    A(2101, "avg", "integer", "numeric", "avg({0})"),
+    A(2102, "avg", "smallint", "numeric", "avg({0})"),
+    A(2103, "avg", "numeric", "numeric", "avg({0})"),
+    A(2104, "avg", "real", "double precision", "avg({0})"),
+    A(2105, "avg", "double precision", "double precision", "avg({0})"),
+    F(1811, "bit_length", "text", "integer", "bit_length({0})"),
+    A(2517, "bool_and", "boolean", "boolean", "bool_and({0})"),
+    A(2518, "bool_or", "boolean", "boolean", "bool_or({0})"),
+    F(884, "btrim", "text, text", "text", "trim({1} from {0})"),
+    F(885, "btrim", "text", "text", "trim({0})"),
+    F(3179, "cardinality", "anyarray", "integer", "size({0})"),
+    F(1345, "cbrt", "double precision", "double precision", "cbrt({0})"),
+    F(1711, "ceil", "numeric", "numeric", "ceil({0})"),
+    F(2308, "ceil", "double precision", "double precision", "ceil({0})"),
+    F(2167, "ceiling", "numeric", "numeric", "ceil({0})"),
+    F(2320, "ceiling", "double precision", "double precision", "ceil({0})"),
+    F(1372, "char_length", "character", "integer", "length({0})"),
+    F(1381, "char_length", "text", "integer", "length({0})"),
+    F(1367, "character_length", "character", "integer", "length({0})"),
+    F(1369, "character_length", "text", "integer", "length({0})"),
+    S(1216, "col_description", "oid, integer", "text", "cast(null as string)"),
+    F(3058, "concat", "\"any\"", "text", "concat(coalesce({0}, ''))", variadic=True),
+    F(3059, "concat_ws", "text, \"any\"", "text", "concat_ws({0}, {1})", variadic=True),
+    F(1605, "cos", "double precision", "double precision", "cos({0})"),
+    F(2463, "cosh", "double precision", "double precision", "cosh({0})"),
+    A(2147, "count", "\"any\"", "bigint", "count({0})"),
+    A(2803, "count", "", "bigint", "count()"),
+    W(3104, "cume_dist", "", "double precision", "cume_dist()"),
+    S(861, "current_database", "", "name", "'materialize'"),
+    S(1402, "current_schema", "", "name", "'public'"),
+    S(1403, "current_schemas", "boolean", "name[]", "array('pg_catalog', 'public')"),
+    S(2077, "current_setting", "text", "text", "rewrite"),
+    S(3294, "current_setting", "text, boolean", "text", "rewrite"),
+    F(1171, "date_part", "text, timestamp with time zone", "double precision", "extract(a0x from {1})"),
+    F(1384, "date_part", "text, date", "double precision", "extract(a0x from {1})"),
+    F(2021, "date_part", "text, timestamp without time zone", "double precision", "extract(a0x from {1})"),
+    F(1217, "date_trunc", "text, timestamp with time zone", "timestamp with time zone", "date_trunc('a0x', {1})"),
+    F(2020, "date_trunc", "text, timestamp without time zone", "timestamp without time zone", "date_trunc('a0x', {1})"),
+    F(1608, "degrees", "double precision", "double precision", "degrees({0})"),
+    W(3102, "dense_rank", "", "bigint", "dense_rank()"),
+    F(1973, "div", "numeric, numeric", "numeric", "cast({0} div {1} as decimal(38, 10))"),
+    A(2519, "every", "boolean", "boolean", "every({0})"),
+    F(1347, "exp", "double precision", "double precision", "exp({0})"),
+    F(1732, "exp", "numeric", "numeric", "exp({0})"),
+    F(6199, "extract", "text, date", "numeric", "extract(year from {1})"),
+    F(6202, "extract", "text, timestamp without time zone", "numeric", "extract(year from {1})"),
+    F(6203, "extract", "text, timestamp with time zone", "numeric", "extract(year from {1})"),
+    W(3112, "first_value", "anyelement", "anyelement", "first_value({0})"),
+    F(1712, "floor", "numeric", "numeric", "floor({0})"),
+    F(2309, "floor", "double precision", "double precision", "floor({0})"),
+    S(1081, "format_type", "oid, integer", "text", "rewrite"),
+    T(1066, "generate_series", "integer, integer, integer", "integer", "explode(sequence({0}, {1}, {2}))"),
+    T(1067, "generate_series", "integer, integer", "integer", "explode(sequence({0}, {1}))"),
+    T(1068, "generate_series", "bigint, bigint, bigint", "bigint", "explode(sequence({0}, {1}, {2}))"),
+    T(1069, "generate_series", "bigint, bigint", "bigint", "explode(sequence({0}, {1}))"),
+    T(3259, "generate_series", "numeric, numeric, numeric", "numeric", "explode(sequence({0}, {1}, {2}))"),
+    T(3260, "generate_series", "numeric, numeric", "numeric", "explode(sequence({0}, {1}))"),
+    S(3024, "has_any_column_privilege", "name, text, text", "boolean", "true"),
+    S(3025, "has_any_column_privilege", "name, oid, text", "boolean", "true"),
+    S(3026, "has_any_column_privilege", "oid, text, text", "boolean", "true"),
+    S(3027, "has_any_column_privilege", "oid, oid, text", "boolean", "true"),
+    S(3028, "has_any_column_privilege", "text, text", "boolean", "true"),
+    S(3029, "has_any_column_privilege", "oid, text", "boolean", "true"),
+    S(3012, "has_column_privilege", "name, text, text, text", "boolean", "true"),
+    S(3013, "has_column_privilege", "name, text, smallint, text", "boolean", "true"),
+    S(3014, "has_column_privilege", "name, oid, text, text", "boolean", "true"),
+    S(3015, "has_column_privilege", "name, oid, smallint, text", "boolean", "true"),
+    S(3016, "has_column_privilege", "oid, text, text, text", "boolean", "true"),
+    S(3017, "has_column_privilege", "oid, text, smallint, text", "boolean", "true"),
+    S(3018, "has_column_privilege", "oid, oid, text, text", "boolean", "true"),
+    S(3019, "has_column_privilege", "oid, oid, smallint, text", "boolean", "true"),
+    S(3020, "has_column_privilege", "text, text, text", "boolean", "true"),
+    S(3021, "has_column_privilege", "text, smallint, text", "boolean", "true"),
+    S(3022, "has_column_privilege", "oid, text, text", "boolean", "true"),
+    S(3023, "has_column_privilege", "oid, smallint, text", "boolean", "true"),
+    S(2250, "has_database_privilege", "name, text, text", "boolean", "true"),
+    S(2251, "has_database_privilege", "name, oid, text", "boolean", "true"),
+    S(2252, "has_database_privilege", "oid, text, text", "boolean", "true"),
+    S(2253, "has_database_privilege", "oid, oid, text", "boolean", "true"),
+    S(2254, "has_database_privilege", "text, text", "boolean", "true"),
+    S(2255, "has_database_privilege", "oid, text", "boolean", "true"),
+    S(2256, "has_function_privilege", "name, text, text", "boolean", "true"),
+    S(2257, "has_function_privilege", "name, oid, text", "boolean", "true"),
+    S(2258, "has_function_privilege", "oid, text, text", "boolean", "true"),
+    S(2259, "has_function_privilege", "oid, oid, text", "boolean", "true"),
+    S(2260, "has_function_privilege", "text, text", "boolean", "true"),
+    S(2261, "has_function_privilege", "oid, text", "boolean", "true"),
+    S(2268, "has_schema_privilege", "name, text, text", "boolean", "true"),
+    S(2269, "has_schema_privilege", "name, oid, text", "boolean", "true"),
+    S(2270, "has_schema_privilege", "oid, text, text", "boolean", "true"),
+    S(2271, "has_schema_privilege", "oid, oid, text", "boolean", "true"),
+    S(2272, "has_schema_privilege", "text, text", "boolean", "true"),
+    S(2273, "has_schema_privilege", "oid, text", "boolean", "true"),
+    S(2181, "has_sequence_privilege", "name, text, text", "boolean", "true"),
+    S(2182, "has_sequence_privilege", "name, oid, text", "boolean", "true"),
+    S(2183, "has_sequence_privilege", "oid, text, text", "boolean", "true"),
+    S(2184, "has_sequence_privilege", "oid, oid, text", "boolean", "true"),
+    S(2185, "has_sequence_privilege", "text, text", "boolean", "true"),
+    S(2186, "has_sequence_privilege", "oid, text", "boolean", "true"),
+    S(1922, "has_table_privilege", "name, text, text", "boolean", "true"),
+    S(1923, "has_table_privilege", "name, oid, text", "boolean", "true"),
+    S(1924, "has_table_privilege", "oid, text, text", "boolean", "true"),
+    S(1925, "has_table_privilege", "oid, oid, text", "boolean", "true"),
+    S(1926, "has_table_privilege", "text, text", "boolean", "true"),
+    S(1927, "has_table_privilege", "oid, text", "boolean", "true"),
+    S(3138, "has_type_privilege", "name, text, text", "boolean", "true"),
+    S(3139, "has_type_privilege", "name, oid, text", "boolean", "true"),
+    S(3140, "has_type_privilege", "oid, text, text", "boolean", "true"),
+    S(3141, "has_type_privilege", "oid, oid, text", "boolean", "true"),
+    S(3142, "has_type_privilege", "text, text", "boolean", "true"),
+    S(3143, "has_type_privilege", "oid, text", "boolean", "true"),
+    F(3956, "json_array_length", "json", "integer", "json_array_length({0})"),
+    F(3968, "json_typeof", "json", "text", "rewrite"),
+    F(3207, "jsonb_array_length", "jsonb", "integer", "json_array_length({0})"),
+    F(3210, "jsonb_typeof", "jsonb", "text", "rewrite"),
+    W(3106, "lag", "anyelement", "anyelement", "lag({0})"),
+    W(3107, "lag", "anyelement, integer", "anyelement", "lag({0}, {1})"),
+    W(3108, "lag", "anycompatible, integer, anycompatible", "anycompatible", "lag({0}, {1}, {2})"),
+    W(3113, "last_value", "anyelement", "anyelement", "last_value({0})"),
+    W(3109, "lead", "anyelement", "anyelement", "lead({0})"),
+    W(3110, "lead", "anyelement, integer", "anyelement", "lead({0}, {1})"),
+    W(3111, "lead", "anycompatible, integer, anycompatible", "anycompatible", "lead({0}, {1}, {2})"),
+    F(3060, "left", "text, integer", "text", "left({0}, {1})"),
+    F(1317, "length", "text", "integer", "length({0})"),
+    F(1318, "length", "character", "integer", "length({0})"),
+    F(1341, "ln", "double precision", "double precision", "ln({0})"),
+    F(1734, "ln", "numeric", "numeric", "ln({0})"),
+    F(1340, "log", "double precision", "double precision", "log({0})"),
+    F(1736, "log", "numeric, numeric", "numeric", "log({0}, {1})"),
+    F(1741, "log", "numeric", "numeric", "log({0})"),
+    F(1194, "log10", "double precision", "double precision", "log(10, {0})"),
+    F(1481, "log10", "numeric", "numeric", "log(10, {0})"),
+    F(870, "lower", "text", "text", "lower({0})"),
+    F(873, "lpad", "text, integer, text", "text", "lpad({0}, {1}, {2})"),
+    F(879, "lpad", "text, integer", "text", "lpad({0}, {1})"),
+    F(875, "ltrim", "text, text", "text", "trim(leading {1} from {0})"),
+    F(881, "ltrim", "text", "text", "ltrim({0})"),
+    A(2050, "max", "anyarray", "anyarray", "max({0})"),
+    A(2115, "max", "bigint", "bigint", "max({0})"),
+    A(2116, "max", "integer", "integer", "max({0})"),
+    A(2117, "max", "smallint", "smallint", "max({0})"),
+    A(2118, "max", "oid", "oid", "max({0})"),
+    A(2119, "max", "real", "real", "max({0})"),
+    A(2120, "max", "double precision", "double precision", "max({0})"),
+    A(2122, "max", "date", "date", "max({0})"),
+    A(2123, "max", "time without time zone", "time without time zone", "max({0})"),
+    A(2126, "max", "timestamp without time zone", "timestamp without time zone", "max({0})"),
+    A(2127, "max", "timestamp with time zone", "timestamp with time zone", "max({0})"),
+    A(2129, "max", "text", "text", "max({0})"),
+    A(2130, "max", "numeric", "numeric", "max({0})"),
+    F(2311, "md5", "text", "text", "md5({0})"),
+    A(2051, "min", "anyarray", "anyarray", "min({0})"),
+    A(2131, "min", "bigint", "bigint", "min({0})"),
+    A(2132, "min", "integer", "integer", "min({0})"),
+    A(2133, "min", "smallint", "smallint", "min({0})"),
+    A(2134, "min", "oid", "oid", "min({0})"),
+    A(2135, "min", "real", "real", "min({0})"),
+    A(2136, "min", "double precision", "double precision", "min({0})"),
+    A(2138, "min", "date", "date", "min({0})"),
+    A(2139, "min", "time without time zone", "time without time zone", "min({0})"),
+    A(2142, "min", "timestamp without time zone", "timestamp without time zone", "min({0})"),
+    A(2143, "min", "timestamp with time zone", "timestamp with time zone", "min({0})"),
+    A(2145, "min", "text", "text", "min({0})"),
+    A(2146, "min", "numeric", "numeric", "min({0})"),
+    F(940, "mod", "smallint, smallint", "smallint", "{0} % {1}"),
+    F(941, "mod", "integer, integer", "integer", "{0} % {1}"),
+    F(947, "mod", "bigint, bigint", "bigint", "{0} % {1}"),
+    F(1728, "mod", "numeric, numeric", "numeric", "{0} % {1}"),
+    S(1299, "now", "", "timestamp with time zone", "cast('2020-01-01 00:00:00.000000' as timestamp)"),
+    W(3114, "nth_value", "anyelement, integer", "anyelement", "nth_value({0}, {1})"),
+    W(3105, "ntile", "integer", "integer", "ntile({0})"),
+    S(1215, "obj_description", "oid, name", "text", "cast(null as string)"),
+    S(1348, "obj_description", "oid", "text", "cast(null as string)"),
+    F(1374, "octet_length", "text", "integer", "octet_length({0})"),
+    W(3103, "percent_rank", "", "double precision", "percent_rank()"),
+    S(2026, "pg_backend_pid", "", "integer", "7"),
+    S(1264, "pg_char_to_encoding", "name", "integer", "6"),
+    S(3815, "pg_collation_is_visible", "oid", "boolean", "true"),
+    S(2168, "pg_database_size", "name", "bigint", "cast(0 as bigint)"),
+    S(2324, "pg_database_size", "oid", "bigint", "cast(0 as bigint)"),
+    S(1597, "pg_encoding_to_char", "integer", "name", "case when {0} is null then cast(null as string) else 'utf8' end"),
+    S(2081, "pg_function_is_visible", "oid", "boolean", "true"),
+    S(1387, "pg_get_constraintdef", "oid", "text", "cast(null as string)"),
+    S(2508, "pg_get_constraintdef", "oid, boolean", "text", "cast(null as string)"),
+    S(1716, "pg_get_expr", "pg_node_tree, oid", "text", "cast({0} as string)"),
+    S(2509, "pg_get_expr", "pg_node_tree, oid, boolean", "text", "cast({0} as string)"),
+    S(2162, "pg_get_function_arguments", "oid", "text", "cast(null as string)"),
+    S(2232, "pg_get_function_identity_arguments", "oid", "text", "cast(null as string)"),
+    S(2165, "pg_get_function_result", "oid", "text", "cast(null as string)"),
+    S(2098, "pg_get_functiondef", "oid", "text", "cast(null as string)"),
+    S(1643, "pg_get_indexdef", "oid", "text", "cast(null as string)"),
+    S(2507, "pg_get_indexdef", "oid, integer, boolean", "text", "cast(null as string)"),
+    S(3352, "pg_get_partkeydef", "oid", "text", "cast(null as string)"),
+    S(1573, "pg_get_ruledef", "oid", "text", "cast(null as string)"),
+    S(2504, "pg_get_ruledef", "oid, boolean", "text", "cast(null as string)"),
+    S(1665, "pg_get_serial_sequence", "text, text", "text", "cast(null as string)"),
+    S(3415, "pg_get_statisticsobjdef", "oid", "text", "cast(null as string)"),
+    S(6174, "pg_get_statisticsobjdef_columns", "oid", "text", "cast(null as string)"),
+    S(1662, "pg_get_triggerdef", "oid", "text", "cast(null as string)"),
+    S(2730, "pg_get_triggerdef", "oid, boolean", "text", "cast(null as string)"),
+    S(1642, "pg_get_userbyid", "oid", "name", "case when {0} is null then cast(null as string) else 'materialize' end"),
+    S(1640, "pg_get_viewdef", "text", "text", "cast(null as string)"),
+    S(1641, "pg_get_viewdef", "oid", "text", "cast(null as string)"),
+    S(2505, "pg_get_viewdef", "text, boolean", "text", "cast(null as string)"),
+    S(2506, "pg_get_viewdef", "oid, boolean", "text", "cast(null as string)"),
+    S(3159, "pg_get_viewdef", "oid, integer", "text", "cast(null as string)"),
+    S(2705, "pg_has_role", "name, name, text", "boolean", "true"),
+    S(2706, "pg_has_role", "name, oid, text", "boolean", "true"),
+    S(2707, "pg_has_role", "oid, name, text", "boolean", "true"),
+    S(2708, "pg_has_role", "oid, oid, text", "boolean", "true"),
+    S(2709, "pg_has_role", "name, text", "boolean", "true"),
+    S(2710, "pg_has_role", "oid, text", "boolean", "true"),
+    S(2998, "pg_indexes_size", "regclass", "bigint", "cast(0 as bigint)"),
+    S(3810, "pg_is_in_recovery", "", "boolean", "false"),
+    S(2855, "pg_is_other_temp_schema", "oid", "boolean", "false"),
+    S(2083, "pg_opclass_is_visible", "oid", "boolean", "true"),
+    S(2082, "pg_operator_is_visible", "oid", "boolean", "true"),
+    S(2560, "pg_postmaster_start_time", "", "timestamp with time zone", "cast('2020-01-01 00:00:00.000000' as timestamp)"),
+    S(6121, "pg_relation_is_publishable", "regclass", "boolean", "false"),
+    S(2325, "pg_relation_size", "regclass", "bigint", "cast(0 as bigint)"),
+    S(2332, "pg_relation_size", "regclass, text", "bigint", "cast(0 as bigint)"),
+    S(2288, "pg_size_pretty", "bigint", "text", "rewrite"),
+    S(3166, "pg_size_pretty", "numeric", "text", "rewrite"),
+    S(2079, "pg_table_is_visible", "oid", "boolean", "not ({0} >= 17000 and {0} < 18000)"),
+    S(2997, "pg_table_size", "regclass", "bigint", "cast(0 as bigint)"),
+    S(3778, "pg_tablespace_location", "oid", "text", "cast(null as string)"),
+    S(2322, "pg_tablespace_size", "oid", "bigint", "cast(0 as bigint)"),
+    S(2323, "pg_tablespace_size", "name", "bigint", "cast(0 as bigint)"),
+    S(2286, "pg_total_relation_size", "regclass", "bigint", "cast(0 as bigint)"),
+    S(2080, "pg_type_is_visible", "oid", "boolean", "true"),
+    F(1610, "pi", "", "double precision", "pi()"),
+    F(849, "position", "text, text", "integer", "locate({0}, {1})"),
+    F(1346, "pow", "double precision, double precision", "double precision", "power({0}, {1})"),
+    F(1738, "pow", "numeric, numeric", "numeric", "power({0}, {1})"),
+    F(1368, "power", "double precision, double precision", "double precision", "power({0}, {1})"),
+    F(2169, "power", "numeric, numeric", "numeric", "power({0}, {1})"),
+    F(1282, "quote_ident", "text", "text", "{0}"),
+    F(1609, "radians", "double precision", "double precision", "radians({0})"),
+    S(1598, "random", "", "double precision", "rand()"),
+    W(3101, "rank", "", "bigint", "rank()"),
+    F(1622, "repeat", "text, integer", "text", "repeat({0}, {1})"),
+    F(2087, "replace", "text, text, text", "text", "replace({0}, {1}, {2})"),
+    F(3062, "reverse", "text", "text", "reverse({0})"),
+    F(3061, "right", "text, integer", "text", "right({0}, {1})"),
+    F(1342, "round", "double precision", "double precision", "round({0})"),
+    F(1707, "round", "numeric, integer", "numeric", "round({0}, {1})"),
+    F(1708, "round", "numeric", "numeric", "round({0})"),
+    W(3100, "row_number", "", "bigint", "row_number()"),
+    F(874, "rpad", "text, integer, text", "text", "rpad({0}, {1}, {2})"),
+    F(880, "rpad", "text, integer", "text", "rpad({0}, {1})"),
+    F(876, "rtrim", "text, text", "text", "trim(trailing {1} from {0})"),
+    F(882, "rtrim", "text", "text", "rtrim({0})"),
+    S(2078, "set_config", "text, text, boolean", "text", "cast({1} as string)"),
+    S(1993, "shobj_description", "oid, name", "text", "cast(null as string)"),
+    F(1706, "sign", "numeric", "numeric", "sign({0})"),
+    F(2310, "sign", "double precision", "double precision", "sign({0})"),
+    F(1604, "sin", "double precision", "double precision", "sin({0})"),
+    F(2462, "sinh", "double precision", "double precision", "sinh({0})"),
+    F(2088, "split_part", "text, text, integer", "text", "split_part({0}, {1}, {2})"),
+    F(1344, "sqrt", "double precision", "double precision", "sqrt({0})"),
+    F(1730, "sqrt", "numeric", "numeric", "sqrt({0})"),
+    F(3696, "starts_with", "text, text", "boolean", "startswith({0}, {1})"),
+    S(2648, "statement_timestamp", "", "timestamp with time zone", "cast('2020-01-01 00:00:00.000000' as timestamp)"),
+    A(2154, "stddev", "bigint", "numeric", "stddev({0})"),
+    A(2155, "stddev", "integer", "numeric", "stddev({0})"),
+    A(2156, "stddev", "smallint", "numeric", "stddev({0})"),
+    A(2157, "stddev", "real", "double precision", "stddev({0})"),
+    A(2158, "stddev", "double precision", "double precision", "stddev({0})"),
+    A(2159, "stddev", "numeric", "numeric", "stddev({0})"),
+    A(2724, "stddev_pop", "bigint", "numeric", "stddev_pop({0})"),
+    A(2725, "stddev_pop", "integer", "numeric", "stddev_pop({0})"),
+    A(2726, "stddev_pop", "smallint", "numeric", "stddev_pop({0})"),
+    A(2727, "stddev_pop", "real", "double precision", "stddev_pop({0})"),
+    A(2728, "stddev_pop", "double precision", "double precision", "stddev_pop({0})"),
+    A(2729, "stddev_pop", "numeric", "numeric", "stddev_pop({0})"),
+    A(2712, "stddev_samp", "bigint", "numeric", "stddev_samp({0})"),
+    A(2713, "stddev_samp", "integer", "numeric", "stddev_samp({0})"),
+    A(2714, "stddev_samp", "smallint", "numeric", "stddev_samp({0})"),
+    A(2715, "stddev_samp", "real", "double precision", "stddev_samp({0})"),
+    A(2716, "stddev_samp", "double precision", "double precision", "stddev_samp({0})"),
+    A(2717, "stddev_samp", "numeric", "numeric", "stddev_samp({0})"),
+    A(3538, "string_agg", "text, text", "text", "listagg({0}, {1})"),
+    F(868, "strpos", "text, text", "integer", "locate({1}, {0})"),
+    F(877, "substr", "text, integer, integer", "text", "substring({0}, {1}, {2})"),
+    F(883, "substr", "text, integer", "text", "substring({0}, {1})"),
+    F(936, "substring", "text, integer, integer", "text", "substring({0}, {1}, {2})"),
+    F(937, "substring", "text, integer", "text", "substring({0}, {1})"),
+    A(2107, "sum", "bigint", "numeric", "sum({0})"),
+    A(2108, "sum", "integer", "bigint", "sum({0})"),
+    A(2109, "sum", "smallint", "bigint", "sum({0})"),
+    A(2110, "sum", "real", "real", "sum({0})"),
+    A(2111, "sum", "double precision", "double precision", "sum({0})"),
+    A(2114, "sum", "numeric", "numeric", "sum({0})"),
+    F(1606, "tan", "double precision", "double precision", "tan({0})"),
+    F(2464, "tanh", "double precision", "double precision", "tanh({0})"),
+    F(2089, "to_hex", "integer", "text", "hex({0})"),
+    F(2090, "to_hex", "bigint", "text", "hex({0})"),
+    S(3495, "to_regclass", "text", "regclass", "rewrite"),
+    S(4086, "to_regnamespace", "text", "regnamespace", "rewrite"),
+    S(3493, "to_regtype", "text", "regtype", "rewrite"),
+    F(1158, "to_timestamp", "double precision", "timestamp with time zone", "cast(from_unixtime({0}) as timestamp)"),
+    S(2647, "transaction_timestamp", "", "timestamp with time zone", "cast('2020-01-01 00:00:00.000000' as timestamp)"),
+    F(878, "translate", "text, text, text", "text", "translate({0}, {1}, {2})"),
+    F(1343, "trunc", "double precision", "double precision", "cast({0} as bigint)"),
+    F(1709, "trunc", "numeric, integer", "numeric", "cast({0} as bigint)"),
+    F(1710, "trunc", "numeric", "numeric", "cast({0} as bigint)"),
+    T(2331, "unnest", "anyarray", "anyelement", "explode({0})"),
+    F(871, "upper", "text", "text", "upper({0})"),
+    A(2718, "var_pop", "bigint", "numeric", "var_pop({0})"),
+    A(2719, "var_pop", "integer", "numeric", "var_pop({0})"),
+    A(2720, "var_pop", "smallint", "numeric", "var_pop({0})"),
+    A(2721, "var_pop", "real", "double precision", "var_pop({0})"),
+    A(2722, "var_pop", "double precision", "double precision", "var_pop({0})"),
+    A(2723, "var_pop", "numeric", "numeric", "var_pop({0})"),
+    A(2641, "var_samp", "bigint", "numeric", "variance({0})"),
+    A(2642, "var_samp", "integer", "numeric", "variance({0})"),
+    A(2643, "var_samp", "smallint", "numeric", "variance({0})"),
+    A(2644, "var_samp", "real", "double precision", "variance({0})"),
+    A(2645, "var_samp", "double precision", "double precision", "variance({0})"),
+    A(2646, "var_samp", "numeric", "numeric", "variance({0})"),
+    A(2148, "variance", "bigint", "numeric", "variance({0})"),
+    A(2149, "variance", "integer", "numeric", "variance({0})"),
+    A(2150, "variance", "smallint", "numeric", "variance({0})"),
+    A(2151, "variance", "real", "double precision", "variance({0})"),
+    A(2152, "variance", "double precision", "double precision", "variance({0})"),
+    A(2153, "variance", "numeric", "numeric", "variance({0})"),
+    S(89, "version", "", "text", "'version'"),
+    F(320, "width_bucket", "double precision, double precision, double precision, integer", "integer", "width_bucket({0}, {1}, {2}, {3})"),
+    F(2170, "width_bucket", "numeric, numeric, numeric, integer", "integer", "width_bucket({0}, {1}, {2}, {3})"),
+)
+
+_BY_NAME: dict[str, tuple[Function, ...]] = {}
+for _f in FUNCTIONS:
+    _BY_NAME[_f.name] = (*_BY_NAME.get(_f.name, ()), _f)
+
+
+def overloads(name: str) -> tuple[Function, ...]:
+    """Every listed signature of `name` (lower case, as PostgreSQL folds it)."""
+    return _BY_NAME.get(name, ())
+
+
+def lookup(name: str, nargs: int, *, in_from: bool = False) -> Function | None:
+    """A listed signature of `name` taking `nargs` arguments (a table function when
+    called in FROM, any other kind elsewhere); None if there is none."""
+    for f in _BY_NAME.get(name, ()):
+        if f.takes(nargs) and (f.kind is Kind.TABLE) == in_from:
+            return f
+    if not in_from:
+        # PostgreSQL also takes a set-returning function in the select list.
+        for f in _BY_NAME.get(name, ()):
+            if f.takes(nargs) and f.kind is Kind.TABLE:
+                return f
+    return None
+
+
+# Spark functions that planner code writes around the catalogued ones (ARRAY(SELECT ...),
+# array_agg's order and NULLs, JSON paths, CASTs to the storage types, errors with a
+# PostgreSQL SQLSTATE) - none of them reachable by name from a client.
+_INTERNAL_SPARK = frozenset((
+    "array", "array_sort", "collect_list", "explode", "get_json_object", "if", "parse_json",
+    "raise_error", "sequence", "size", "struct", "named_struct", "to_json", "transform",
+    "try_element_at", "variant_get", "json_array_length", "ltrim", "substr", "lower", "trim",
+    "coalesce", "nullif", "greatest", "least", "cast", "try_cast", "max", "min", "round", "abs",
+    "element_at", "array_contains", "exists", "dayofweek", "timestamp_micros", "floor", "ceil",
+    "length", "substring", "concat", "hex", "regexp", "rlike", "like", "ilike", "replace",
+    "count", "sum", "array_join", "bround", "log10", "sqrt", "ln", "power", "isnan", "shiftright",
+    "shiftleft", "upper", "unhex", "weekday", "unix_micros", "datediff", "log", "decimal",
+))
+
+_CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")
+
+
+def _spark_names(texts: Iterable[str]) -> frozenset[str]:
+    return frozenset(m.group(1) for text in texts for m in _CALLED.finditer(text.lower()))
+
+
+SPARK_FUNCTIONS: frozenset[str] = _spark_names(f.spark for f in FUNCTIONS) | _INTERNAL_SPARK

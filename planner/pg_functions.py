@@ -1,0 +1,294 @@
+"""PostgreSQL's answers where Spark's functions give others.
+
+sqlglot turns a PostgreSQL call into the Spark function of the same name, but
+many differ at the edges: Spark's one-argument `log` is the natural logarithm,
+`left(s, -2)` is empty, `substr(s, 0, 3)` counts differently, `sqrt(-1)` is NaN
+where PostgreSQL raises 2201F, `generate_series(3, 0)` counts down. Each rewrite
+here gives the catalogued function (planner.functions) PostgreSQL's result, and
+tests/integration/test_function_catalog.py checks them against PostgreSQL 15.
+
+`rewrite` works on one node, knowing nothing of types; `typed` runs once over a
+tree that sqlglot has annotated with types, for the answers that depend on them
+(a timestamp's date_trunc stays without time zone, concat prints booleans as t/f).
+
+Errors that PostgreSQL raises from inside a function come from Spark's
+`raise_error` with a message `sparkwire:<SQLSTATE>:<text>`, which
+spark_backend.errors turns back into that SQLSTATE and text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+ERROR_PREFIX = "sparkwire:"
+
+
+def pg_error(sqlstate: str, message: str) -> exp.Expression:
+    """A Spark expression that fails the query with PostgreSQL's error."""
+    return exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(f"{ERROR_PREFIX}{sqlstate}:{message}")])
+
+
+def _guarded(value: exp.Expression, checks: list[tuple[exp.Expression, str, str]]) -> exp.Expression:
+    """`value`, unless one of the conditions holds: then PostgreSQL's error."""
+    return exp.Case(ifs=[exp.If(this=cond, true=pg_error(code, msg)) for cond, code, msg in checks], default=value)
+
+
+def _lt(a: exp.Expression, b: float) -> exp.Expression:
+    return exp.LT(this=a.copy(), expression=exp.Literal.number(b))
+
+
+def _eq(a: exp.Expression, b: float) -> exp.Expression:
+    return exp.EQ(this=a.copy(), expression=exp.Literal.number(b))
+
+
+def _fn(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=[a.copy() for a in args])
+
+
+_NEGATIVE_LOG = ("2201E", "cannot take logarithm of a negative number")
+_ZERO_LOG = ("2201E", "cannot take logarithm of zero")
+
+
+def _log_checks(x: exp.Expression) -> list[tuple[exp.Expression, str, str]]:
+    return [(_lt(x, 0), *_NEGATIVE_LOG), (_eq(x, 0), *_ZERO_LOG)]
+
+
+def _log(node: exp.Log) -> exp.Expression:
+    # PostgreSQL's log(x) is the decimal logarithm; log(b, x) takes the base first, as Spark's.
+    base, x = (node.this, node.expression) if node.expression is not None else (None, node.this)
+    value = _fn("log10", x) if base is None else _fn("log", base, x)
+    checks = _log_checks(x)
+    if base is not None:
+        checks = _log_checks(base) + checks
+    return _guarded(value, checks)
+
+
+def _ln(node: exp.Ln) -> exp.Expression:
+    return _guarded(_fn("ln", node.this), _log_checks(node.this))
+
+
+def _sqrt(node: exp.Sqrt) -> exp.Expression:
+    return _guarded(_fn("sqrt", node.this), [(_lt(node.this, 0), "2201F",
+                                              "cannot take square root of a negative number")])
+
+
+def _pow(node: exp.Pow) -> exp.Expression:
+    x, y = node.this, node.expression
+    fractional = exp.NEQ(this=y.copy(), expression=_fn("floor", y))
+    return _guarded(_fn("power", x, y), [
+        (exp.and_(_eq(x, 0), _lt(y, 0)), "2201F", "zero raised to a negative power is undefined"),
+        (exp.and_(_lt(x, 0), fractional), "2201F",
+         "a negative number raised to a non-integer power yields a complex result"),
+    ])
+
+
+def _length_of(s: exp.Expression) -> exp.Expression:
+    return _fn("length", s)
+
+
+def _left(node: exp.Left) -> exp.Expression:
+    """left(s, n): the first n characters; a negative n drops the last -n."""
+    s, n = node.this, node.expression
+    return exp.If(this=exp.GTE(this=n.copy(), expression=exp.Literal.number(0)), true=_fn("left", s, n),
+                  false=_fn("substring", s, exp.Literal.number(1),
+                            _fn("greatest", exp.Add(this=_length_of(s), expression=n.copy()),
+                                exp.Literal.number(0))))
+
+
+def _right(node: exp.Right) -> exp.Expression:
+    """right(s, n): the last n characters; a negative n drops the first -n."""
+    s, n = node.this, node.expression
+    return exp.If(this=exp.GTE(this=n.copy(), expression=exp.Literal.number(0)), true=_fn("right", s, n),
+                  false=_fn("substring", s, exp.Sub(this=exp.Literal.number(1), expression=n.copy())))
+
+
+def _substring(node: exp.Substring) -> exp.Expression:
+    """substr(s, start[, count]): PostgreSQL counts from position `start` even when it is 0
+    or negative (those positions are before the string), where Spark counts from the end."""
+    s, start, count = node.this, node.args.get("start"), node.args.get("length")
+    if start is None:
+        return node
+    first = _fn("greatest", start, exp.Literal.number(1))
+    if count is None:
+        return _fn("substring", s, first)
+    # Characters in [start, start + count) that fall at position 1 or after.
+    taken = _fn("greatest", exp.Sub(this=exp.Add(this=start.copy(), expression=count.copy()),
+                                    expression=first.copy()), exp.Literal.number(0))
+    return _guarded(_fn("substring", s, first, taken),
+                    [(_lt(count, 0), "22011", "negative substring length not allowed")])
+
+
+def _trunc(node: exp.Expression) -> exp.Expression:
+    """trunc(x[, n]): towards zero, at n decimal places."""
+    x, n = node.this, node.args.get("decimals")
+    if n is None:
+        # Also right for doubles beyond BIGINT and for NaN and the infinities.
+        rest = exp.Mod(this=x.copy(), expression=exp.Literal.number(1))
+        return exp.If(this=_fn("isnan", rest), true=x.copy(), false=exp.Sub(this=x.copy(), expression=rest))
+    return exp.If(this=exp.GTE(this=x.copy(), expression=exp.Literal.number(0)),
+                  true=_fn("floor", x, n), false=_fn("ceil", x, n))
+
+
+def _to_timestamp(node: exp.UnixToTime) -> exp.Expression:
+    """to_timestamp(seconds): with the fraction, which FROM_UNIXTIME drops."""
+    micros = exp.Cast(this=_fn("round", exp.Mul(this=node.this.copy(), expression=exp.Literal.number(1000000))),
+                      to=exp.DataType.build("BIGINT"))
+    return _fn("timestamp_micros", micros)
+
+
+def _factorial(node: exp.Factorial) -> exp.Expression:
+    return _guarded(_fn("factorial", node.this), [
+        (_lt(node.this, 0), "22003", "factorial of a negative number is undefined")])
+
+
+def _array_position(node: exp.ArrayPosition) -> exp.Expression:
+    """array_position: NULL when the element is not there (Spark: 0)."""
+    return exp.Nullif(this=_fn("array_position", node.this, node.expression), expression=exp.Literal.number(0))
+
+
+def _array_concat(node: exp.Expression) -> exp.Expression:
+    """array_cat(a, b) / a || b of arrays: a NULL side is left out (Spark: the result is NULL)."""
+    a = node.this
+    b = node.expressions[0] if isinstance(node, exp.ArrayConcat) and node.expressions else node.args.get("expression")
+    if b is None:
+        return node
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=a.copy(), expression=exp.Null()), true=b.copy()),
+                         exp.If(this=exp.Is(this=b.copy(), expression=exp.Null()), true=a.copy())],
+                    default=_fn("concat", a, b))
+
+
+def _unit(node: exp.Expression) -> str:
+    unit = node.this
+    return (unit.name if isinstance(unit, (exp.Var, exp.Literal)) else "").lower()
+
+
+def _extract(node: exp.Extract) -> exp.Expression:
+    """EXTRACT / date_part fields that Spark names or counts differently."""
+    unit, x = _unit(node), node.expression
+    if unit == "dow":  # PostgreSQL: Sunday is 0; Spark's DAYOFWEEK: Sunday is 1
+        return exp.Sub(this=_fn("dayofweek", x), expression=exp.Literal.number(1))
+    if unit == "isodow":  # Monday 1 ... Sunday 7
+        return exp.Add(this=_fn("weekday", x), expression=exp.Literal.number(1))
+    if unit == "epoch":
+        micros = _fn("unix_micros", exp.Cast(this=x.copy(), to=exp.DataType.build("TIMESTAMP")))
+        return exp.Div(this=exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(38, 6)")),
+                       expression=exp.Literal.number(1000000))
+    return node
+
+
+def array_bound(array: exp.Expression, dimension: exp.Expression, upper: bool) -> exp.Expression:
+    """array_length/array_upper (upper) or array_lower of a one-dimensional array: NULL for an
+    empty array and for any dimension but 1 (Spark's SIZE knows no dimensions)."""
+    size = exp.ArraySize(this=array.copy())
+    present = exp.and_(_eq(dimension, 1), exp.GT(this=size.copy(), expression=exp.Literal.number(0)))
+    return exp.If(this=present, true=size if upper else exp.Literal.number(1), false=exp.Null())
+
+
+def _array_size(node: exp.ArraySize) -> exp.Expression:
+    dimension = node.args.get("expression")
+    return node if dimension is None else array_bound(node.this, dimension, upper=True)
+
+
+def _array_to_string(node: exp.ArrayToString) -> exp.Expression:
+    args = [node.this, node.expression] + ([node.args["null"]] if node.args.get("null") is not None else [])
+    return _fn("array_join", *args)
+
+
+_REWRITES: dict[type, Callable] = {
+    exp.Log: _log,
+    exp.Ln: _ln,
+    exp.Sqrt: _sqrt,
+    exp.Pow: _pow,
+    exp.Left: _left,
+    exp.Right: _right,
+    exp.Substring: _substring,
+    exp.Trunc: _trunc,
+    exp.UnixToTime: _to_timestamp,
+    exp.Factorial: _factorial,
+    exp.ArrayPosition: _array_position,
+    exp.ArrayConcat: _array_concat,
+    exp.Extract: _extract,
+    exp.ArrayToString: _array_to_string,
+    exp.ArraySize: _array_size,
+}
+
+
+def rewrite(node: exp.Expression) -> exp.Expression:
+    """PostgreSQL's semantics for one function call, where Spark's differ."""
+    make = _REWRITES.get(type(node))
+    return make(node) if make is not None else node
+
+
+# -- with types -----------------------------------------------------------------------------
+
+_T = exp.DataType.Type
+
+
+def _type(node: exp.Expression) -> exp.DataType | None:
+    t = node.type
+    return t if isinstance(t, exp.DataType) and t.this != _T.UNKNOWN else None
+
+
+def _is(node: exp.Expression, *types: exp.DataType.Type) -> bool:
+    t = _type(node)
+    return t is not None and t.this in types
+
+
+def _is_float(node: exp.Expression) -> bool:
+    """A double or real value. Not a literal: sqlglot types 2.5 as DOUBLE where PostgreSQL
+    reads a numeric."""
+    return not isinstance(node, exp.Literal) and _is(node, _T.DOUBLE, _T.FLOAT)
+
+
+def _bool_text(value: exp.Expression) -> exp.Expression:
+    """A boolean as its PostgreSQL output: t or f."""
+    return exp.Case(ifs=[exp.If(this=value.copy(), true=exp.Literal.string("t")),
+                         exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("f"))])
+
+
+def typed(tree: exp.Expression) -> None:
+    """Rewrites that need the operands' types (the tree is annotated; changed in place)."""
+    for node in list(tree.walk()):
+        if isinstance(node, (exp.Concat, exp.ConcatWs)):
+            for arg in list(node.expressions):
+                if _is(arg, _T.BOOLEAN):
+                    arg.replace(_bool_text(arg))
+        elif isinstance(node, exp.TimestampTrunc) and _is(node.this, _T.TIMESTAMPNTZ):
+            # Spark's DATE_TRUNC gives a TIMESTAMP (with time zone) even for one without.
+            node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ")))
+        elif isinstance(node, exp.Round) and node.args.get("decimals") is None and _is_float(node.this):
+            node.replace(_fn("bround", node.this))  # round half to even, as C's rint
+        elif isinstance(node, exp.Hex):
+            value = node.this
+            if _is(value, _T.INT, _T.SMALLINT, _T.TINYINT):  # a negative int4 in 32-bit two's complement
+                value = exp.BitwiseAnd(this=exp.Cast(this=value.copy(), to=exp.DataType.build("BIGINT")),
+                                       expression=exp.Literal.number(4294967295))
+            node.replace(exp.Lower(this=_fn("hex", value)))
+        elif isinstance(node, exp.Sub) and _is(node.this, _T.DATE) and _is(node.expression, _T.DATE):
+            node.replace(_fn("datediff", node.this, node.expression))  # days, an integer
+        elif isinstance(node, exp.Extract) and _is(node.expression, _T.DATE) \
+                and _unit(node) in ("hour", "minute", "second", "milliseconds", "microseconds"):
+            node.replace(pg_error("0A000", f'unit "{_unit(node)}" not supported for type date'))
+        elif isinstance(node, exp.DPipe) and (_is(node.this, _T.ARRAY) or _is(node.expression, _T.ARRAY)):
+            node.replace(_array_concat(node))
+        elif isinstance(node, exp.Div) and _wide_decimal(node.this) and _wide_decimal(node.expression):
+            node.replace(_decimal_division(node))
+
+
+def _wide_decimal(node: exp.Expression) -> bool:
+    """An unconstrained numeric (DECIMAL(38, 10) here): Spark would divide two of them at
+    scale 6 (its precision-loss rule), PostgreSQL gives at least 16 significant digits."""
+    t = _type(node)
+    if t is None or t.this != _T.DECIMAL:
+        return False
+    params = t.expressions
+    return bool(params) and int(params[0].name) >= 30
+
+
+def _decimal_division(node: exp.Div) -> exp.Expression:
+    """In double precision, as a numeric with 16 decimal places."""
+    quotient = exp.Div(this=exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE")),
+                       expression=exp.Cast(this=node.expression.copy(), to=exp.DataType.build("DOUBLE")))
+    return exp.Cast(this=quotient, to=exp.DataType.build("DECIMAL(38, 16)"))
