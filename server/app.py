@@ -43,7 +43,7 @@ class Config:
 class Server:
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.engine = SparkEngine(config.spark_master, conf=config.spark_conf)
+        self.engine = SparkEngine(config.spark_master, conf=config.spark_conf, data_dir=config.data_dir)
         self.coordinator = Coordinator(config.data_dir, self.engine)
         self.sources = SourceManager(self.coordinator, config.kafka_spark_reads)
         self.sessions: dict[int, Connection] = {}
@@ -99,7 +99,7 @@ class Server:
         log.info("listening", extra={"event": "listening", "host": self.config.host,
                                      "port": self.config.port, "data_dir": self.config.data_dir})
         if self.config.metrics_port:
-            await serve_metrics(self.config.host, self.config.metrics_port, lambda: self.engine.ready)
+            await serve_metrics(self.config.host, self.config.metrics_port, self.engine.health)
             log.info("metrics endpoint", extra={"event": "metrics_listening",
                                                 "url": f"http://{self.config.host}:{self.config.metrics_port}/metrics"})
 

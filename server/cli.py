@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import MutableMapping
 
 
 def _records(text: str) -> int:
@@ -49,10 +50,37 @@ def _parser() -> argparse.ArgumentParser:
                             "rather than polled by the server; 0: never (default: 100000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--log-format", default="text", choices=["text", "json"])
-    serve.add_argument("--password", default=os.environ.get("SPARKWIRE_PASSWORD"),
-                       help="require this password (SCRAM-SHA-256); default: $SPARKWIRE_PASSWORD, "
-                            "or trust authentication when unset")
+    serve.add_argument("--password-file", metavar="FILE",
+                       help="require the password on this file's first line (SCRAM-SHA-256) for every "
+                            "user; default: $SPARKWIRE_PASSWORD, or trust authentication when neither is set")
+    # Refused with a message (below), not unknown: a password on the command line is
+    # readable by every user of the machine through `ps` and /proc.
+    serve.add_argument("--password", help=argparse.SUPPRESS)
     return p
+
+
+PASSWORD_ON_COMMAND_LINE = (
+    "--password is refused: a password on the command line is visible to every user of this "
+    "machine (ps, /proc). Put it in a file readable only by you and pass --password-file FILE, "
+    "or set $SPARKWIRE_PASSWORD.")
+
+
+def server_password(args: argparse.Namespace, environ: MutableMapping[str, str]) -> str | None:
+    """The server-wide password: from --password-file, else $SPARKWIRE_PASSWORD (which is
+    then removed from `environ`, so that Spark's JVM and Python workers never inherit it)."""
+    if args.password is not None:
+        raise SystemExit(PASSWORD_ON_COMMAND_LINE)
+    from_env = environ.pop("SPARKWIRE_PASSWORD", None)
+    if args.password_file is None:
+        return from_env or None
+    try:
+        with open(args.password_file, encoding="utf-8") as f:
+            password = f.readline().rstrip("\r\n")
+    except OSError as exc:
+        raise SystemExit(f"--password-file {args.password_file}: {exc.strerror}") from None
+    if not password:
+        raise SystemExit(f"--password-file {args.password_file}: the first line is empty")
+    return password
 
 
 class _JsonFormatter(logging.Formatter):
@@ -103,6 +131,7 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     spark_conf = _spark_conf(args.spark_conf)
+    password = server_password(args, os.environ)
     # Timestamps are UTC everywhere: Spark's session, the JVM it starts, and the
     # Python side that turns Spark rows into datetimes.
     os.environ["TZ"] = "UTC"
@@ -110,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     _setup_logging(args.log_level, args.log_format)
     from server.app import Config, Server
 
-    config = Config(args.host, args.port, args.data_dir, args.spark_master, args.password,
+    config = Config(args.host, args.port, args.data_dir, args.spark_master, password,
                     args.metrics_port, args.tls_cert, args.tls_key, args.require_tls, args.users_file,
                     spark_conf=spark_conf,
                     **({"kafka_spark_reads": args.kafka_spark_reads} if "kafka_spark_reads" in args else {}))

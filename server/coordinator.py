@@ -17,16 +17,18 @@ import logging
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from sqlglot import exp
 
 from planner.errors import UNDEFINED_TABLE, SqlError
+from planner.spark_guard import spark_sql
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
 from server import system_catalog
 from server.catalog import Catalog, Item
+from server.secret_store import SecretStore
 from spark_backend.consolidate import consolidate
 from spark_backend.engine import SparkEngine
 from spark_backend.reads import consolidated_arrow, rows_df
@@ -70,6 +72,7 @@ class Overlay:
 class Coordinator:
     def __init__(self, data_dir: str, engine: SparkEngine) -> None:
         self.store = Store(data_dir)
+        self.secrets = SecretStore(data_dir)
         self.engine = engine
         self.catalog = Catalog()
         self.write_lock = asyncio.Lock()
@@ -97,10 +100,28 @@ class Coordinator:
         self.catalog = Catalog.from_json(recovered.catalog_snapshot)
         for op in recovered.catalog_ops:
             self.catalog.apply(op)
+        self._open_secrets()
         self._last_oracle = recovered.last_ts
         self._frontier = recovered.last_ts + 1
         log.info("catalog recovered", extra={"event": "recovered", "items": len(self.catalog.items),
                                              "last_ts": recovered.last_ts})
+
+    def _open_secrets(self) -> None:
+        """Load the secret store; a data directory from before it existed has secret values
+        in its catalog (and so in checkpoint.json and log.jsonl): move them to the store and
+        write a checkpoint, which also empties the log, so that no plaintext copy is left."""
+        self.secrets.load()
+        secrets = [i for i in self.catalog.items.values() if i.kind == "secret"]
+        legacy = [i for i in secrets if "value" in i.details]
+        for item in legacy:
+            self.secrets.put(item.id, item.details["value"])
+            self.catalog.items[item.id] = replace(
+                item, details={k: v for k, v in item.details.items() if k != "value"})
+        if legacy:
+            self.store.checkpoint(self.catalog.to_json())
+            log.info("secret values moved to the secret store", extra={"event": "secrets_migrated",
+                                                                        "secrets": len(legacy)})
+        self.secrets.keep_only({i.id for i in secrets})
 
     def start_ticking(self, interval: float = TICK_INTERVAL) -> None:
         """Advance the frontier with the clock, so subscribers see progress while idle."""
@@ -281,7 +302,7 @@ class Coordinator:
                    params: dict[int, exp.Expression] | None = None) -> tuple[str, dict[str, tuple[str, Item]]]:
         views: dict[str, tuple[str, Item]] = {}
         tree = resolve_tree(ast, self.resolver(views, ctx), ctx, params)
-        return tree.sql("spark"), views
+        return spark_sql(tree), views
 
     async def query(self, spark_sql: str, views: dict[str, tuple[str, Item]], as_of: int,
                     overlay: Overlay | None = None, group: str | None = None,

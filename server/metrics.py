@@ -161,8 +161,10 @@ SOURCE_LAG = REGISTRY.gauge("sparkwire_source_lag",
 SPARK_READY = REGISTRY.gauge("sparkwire_spark_ready", "1 once the SparkSession answers queries.")
 
 
-async def serve_metrics(host: str, port: int, ready: Callable[[], bool] = lambda: True) -> asyncio.base_events.Server:
-    """Serve GET /metrics, and GET /health: 200 once `ready()` (Spark is up), else 503.
+async def serve_metrics(host: str, port: int,
+                        health: Callable[[], str | None] = lambda: None) -> asyncio.base_events.Server:
+    """Serve GET /metrics, and GET /health: 200 `ready` while `health()` is None (Spark is up
+    and runs a trivial job), else 503 with what `health()` says is wrong.
     Anything else is a plain 404."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -173,12 +175,13 @@ async def serve_metrics(host: str, port: int, ready: Callable[[], bool] = lambda
             parts = request.decode("latin-1").split()
             path = parts[1].split("?")[0] if len(parts) >= 2 and parts[0] == "GET" else None
             if path == "/metrics":
-                SPARK_READY.set(1 if ready() else 0)
+                SPARK_READY.set(1 if health() is None else 0)
                 body = REGISTRY.render().encode()
                 head = "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
             elif path == "/health":
-                up = ready()
-                body = b"ready\n" if up else b"starting: Spark is not up yet\n"
+                problem = health()
+                up = problem is None
+                body = b"ready\n" if up else f"{problem}\n".encode()
                 head = ("HTTP/1.0 200 OK\r\n" if up else "HTTP/1.0 503 Service Unavailable\r\n") + \
                     "Content-Type: text/plain\r\n"
             else:

@@ -506,9 +506,10 @@ class SourceManager:
         if value is None or name not in connection.details.get("secret_options", _SECRET_ONLY):
             return value
         secret = self.coord.catalog.items.get(value)
-        if secret is None:
+        stored = self.coord.secrets.get(value) if secret is not None else None
+        if stored is None:
             raise SqlError(UNDEFINED_OBJECT, f'the secret of connection "{connection.name}" was dropped')
-        return secret.details["value"]
+        return stored
 
     async def check_kafka(self, connection: Item) -> None:
         await kafka.check_kafka(self, connection)
@@ -581,15 +582,24 @@ async def create_secret(session, stmt: srcs.CreateSecret, params, ptypes):
 
     session._no_ddl_in_transaction("CREATE SECRET")
     coord = session.coord
+    if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
+        return Outcome("CREATE SECRET")
+    secret_id = coord.catalog.allocate_id()
+    # The value goes to the secret store, durably, before the catalog record naming the
+    # secret; the catalog and the log never see it.
+    await asyncio.to_thread(coord.secrets.put, secret_id, stmt.value)
 
     def plan() -> list[dict]:
         if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
             return []
-        item = Item(coord.catalog.allocate_id(), stmt.name, "secret", (), coord.read_ts(),
-                    details={"value": stmt.value})
-        return coord.catalog.plan_create(item)
+        return coord.catalog.plan_create(Item(secret_id, stmt.name, "secret", (), coord.read_ts()))
 
-    await session._ddl(plan)
+    try:
+        await session._ddl(plan)
+    finally:
+        live = {i.id for i in coord.catalog.items.values() if i.kind == "secret"}
+        if secret_id not in live:
+            await asyncio.to_thread(coord.secrets.keep_only, live)
     return Outcome("CREATE SECRET")
 
 
@@ -820,6 +830,9 @@ async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
                                f"SELECT pg_drop_replication_slot('{slot}')")
                     notices.append(("WARNING", warning))
     await manager.forget_dropped()
+    if stmt.object_type == "SECRET":
+        live = {i.id for i in coord.catalog.items.values() if i.kind == "secret"}
+        await asyncio.to_thread(coord.secrets.keep_only, live)
     return Outcome(f"DROP {stmt.object_type}", notices=notices)
 
 

@@ -48,6 +48,24 @@ _SPARK_CONF = {
     "spark.sql.files.openCostInBytes": "1048576",
 }
 
+# Defence in depth behind the planner's allowlists (DESIGN.md, "Deny by default"): even SQL
+# that got past them could not read `${env:...}`/`${system:...}` variables or query files
+# by path (`csv.`/etc/passwd``, `IDENTIFIER('text.`...`')`). Both are session settings,
+# so they hold on a Spark Connect server too.
+HARDENING_CONF = {
+    "spark.sql.variable.substitute": "false",
+    "spark.sql.runSQLOnFiles": "false",
+    "spark.sql.catalogImplementation": "in-memory",  # no Hive metastore_db/, no derby.log
+}
+
+
+def local_dirs_conf(data_dir: Path) -> dict[str, str]:
+    """Where an embedded Spark keeps its files: under the data directory, not the working
+    directory (`spark-warehouse/`) or anywhere else the server happens to start."""
+    spark_dir = data_dir / "spark"
+    return {"spark.sql.warehouse.dir": str(spark_dir / "warehouse"),
+            "spark.local.dir": str(spark_dir / "local")}
+
 
 def ship_code(spark, connect: bool, folder: Path) -> None:
     """Send sparkwire's own packages to wherever Spark runs Python.
@@ -70,6 +88,31 @@ def ship_code(spark, connect: bool, folder: Path) -> None:
     log.info("code shipped to executors", extra={"event": "code_shipped", "bytes": archive.stat().st_size})
 
 
+HEALTH_PING_EVERY = 2.0  # seconds between checks that the JVM is still there
+HEALTH_PROBE_EVERY = 15.0  # seconds between trivial jobs that tell /health Spark still answers
+HEALTH_PROBE_TIMEOUT = 30.0
+
+
+def _jvm_alive(spark) -> bool:
+    """Whether the driver JVM still answers (a py4j round trip, no Spark job)."""
+    try:
+        return not spark.sparkContext._jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001 - a refused connection is exactly what we look for
+        return False
+
+
+def _forget_session() -> None:
+    """Drop PySpark's process-wide handles on a dead JVM, so that the next builder starts one."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
 def session_lost(spark, exc: BaseException) -> bool:
     """Whether a Connect call failed because the server no longer has our session: it
     restarted (the client then closes itself) or expired the session."""
@@ -88,9 +131,10 @@ class SparkEngine:
     """Owns the SparkSession and the threads that talk to it."""
 
     def __init__(self, master: str = "local[*]", threads: int = 32,
-                 conf: dict[str, str] | None = None) -> None:
+                 conf: dict[str, str] | None = None, data_dir: str | os.PathLike | None = None) -> None:
         self.master = master
         self.conf = dict(conf or {})  # --spark-conf: over our defaults
+        self.data_dir = Path(data_dir).resolve() if data_dir is not None else None
         self._scratch: Path | None = None
         self._reconnect_lock = threading.Lock()
         self._stopped = threading.Event()
@@ -103,6 +147,8 @@ class SparkEngine:
         self.ready_after: float | None = None
         self._cancelled: set[str] = set()
         self._running: set[str] = set()  # groups with a call on a worker thread now
+        self.healthy = True  # the last probe ran a trivial job (HEALTH_PROBE_EVERY)
+        self.restarts = 0  # SparkSessions started again after their JVM went away
 
     # -- lifecycle -------------------------------------------------------
     def start_in_background(self) -> None:
@@ -130,6 +176,7 @@ class SparkEngine:
             if self.connect:
                 threading.Thread(target=self._keep_session_alive, name="spark-keepalive",
                                  daemon=True).start()
+            threading.Thread(target=self._watch, name="spark-watchdog", daemon=True).start()
         except BaseException as exc:  # noqa: BLE001 - reported to every waiting query
             self._failed = exc
             log.error("spark failed to start: %s", exc)
@@ -143,12 +190,19 @@ class SparkEngine:
             # create(), not getOrCreate(): after a lost session the cached client is closed
             # for good. The Connect server owns the static settings; the session ones are ours.
             spark = SparkSession.builder.remote(self.master).create()
-            session_conf = {k: v for k, v in _SPARK_CONF.items() if k.startswith("spark.sql.")}
+            session_conf = {k: v for k, v in {**_SPARK_CONF, **HARDENING_CONF}.items()
+                            if k.startswith("spark.sql.") and k != "spark.sql.catalogImplementation"}
             for key, value in {**session_conf, **self.conf}.items():
                 spark.conf.set(key, value)
         else:
             builder = SparkSession.builder.appName("sparkwire").master(self.master)
-            for key, value in {**_SPARK_CONF, **self.conf}.items():
+            local = local_dirs_conf(self.data_dir) if self.data_dir is not None else {}
+            if not self.master.startswith("local"):
+                local.pop("spark.local.dir", None)  # executors' scratch space is theirs to set
+            elif "spark.local.dir" in local:
+                # Shuffle and block files of a Spark that was killed: nothing reads them again.
+                shutil.rmtree(local["spark.local.dir"], ignore_errors=True)
+            for key, value in {**_SPARK_CONF, **HARDENING_CONF, **local, **self.conf}.items():
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
@@ -182,6 +236,81 @@ class SparkEngine:
     @property
     def ready(self) -> bool:
         return self._spark is not None
+
+    def health(self) -> str | None:
+        """What keeps Spark from answering, for /health; None when it answers."""
+        if not self.ready:
+            return "starting: Spark is not up yet"
+        if not self.healthy:
+            return "unavailable: Spark cannot run a job"
+        return None
+
+    # -- health -----------------------------------------------------------------
+    def _watch(self, every: float = HEALTH_PING_EVERY) -> None:
+        """Notice a JVM that went away (killed, out of memory, System.exit) within seconds
+        and start a new SparkSession; and run a trivial job now and then, so that /health
+        tells whether Spark can still answer."""
+        last_probe = time.monotonic()
+        while not self._stopped.wait(every):
+            spark = self._spark
+            if spark is None:
+                continue
+            if not self.connect and not _jvm_alive(spark):
+                self.healthy = False
+                self._restart(spark)
+                last_probe = time.monotonic()
+                continue
+            if time.monotonic() - last_probe >= HEALTH_PROBE_EVERY:
+                self.healthy = self._probe(spark)
+                last_probe = time.monotonic()
+
+    def _probe(self, spark, timeout: float = HEALTH_PROBE_TIMEOUT) -> bool:
+        """Whether a trivial job finishes within `timeout` seconds."""
+        done = threading.Event()
+        outcome: list[bool] = []
+
+        def run() -> None:
+            try:
+                outcome.append(spark.range(1).count() == 1)
+            except Exception as exc:  # noqa: BLE001 - any failure means unhealthy
+                log.warning("spark health probe failed: %s", exc, extra={"event": "spark_unhealthy"})
+                outcome.append(False)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="spark-probe", daemon=True).start()
+        if not done.wait(timeout):
+            log.warning("spark health probe timed out", extra={"event": "spark_unhealthy",
+                                                               "seconds": timeout})
+            return False
+        return bool(outcome and outcome[0])
+
+    def _restart(self, dead) -> None:
+        """A new SparkSession in place of one whose JVM is gone. Statements that arrive
+        meanwhile wait for it, as at start-up; those that were running have failed."""
+        with self._reconnect_lock:
+            if self._spark is not dead:
+                return
+            log.error("spark is gone (its JVM exited); starting a new SparkSession",
+                      extra={"event": "spark_restart", "master": self.master})
+            self._ready.clear()
+            self._spark = None
+            started = time.monotonic()
+            try:
+                _forget_session()
+                spark = self._open_session()
+                spark.range(1).toArrow()
+            except BaseException as exc:  # noqa: BLE001 - reported to every waiting query
+                self._failed = exc
+                log.error("spark failed to restart: %s", exc, extra={"event": "spark_restart_failed"})
+                self._ready.set()
+                return
+            self._spark = spark
+            self.restarts += 1
+            self.healthy = True
+            self._ready.set()
+            log.info("spark ready again", extra={"event": "spark_ready", "master": self.master,
+                                                 "seconds": round(time.monotonic() - started, 2)})
 
     def session(self):
         """The SparkSession, waiting for start-up if it is still under way."""

@@ -26,13 +26,14 @@ class ServerProcess:
     """`sparkwire serve` in a subprocess, on a free port and its own data directory."""
 
     def __init__(self, data_dir: str | None = None, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, cwd: str | None = None) -> None:
         self.port = free_port()
         self.metrics_port = free_port()
         self.own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="sparkwire-test-")
         self.extra_args = extra_args or []
         self.env = env or {}
+        self.cwd = cwd or str(ROOT)  # the server's working directory
         self.proc: subprocess.Popen | None = None
         self.log_path = Path(self.data_dir).parent / f"{Path(self.data_dir).name}.log"
 
@@ -46,7 +47,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server", "serve", "--port", str(self.port),
              "--data-dir", self.data_dir, "--metrics-port", str(self.metrics_port), *self.extra_args],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            cwd=self.cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -59,11 +60,11 @@ class ServerProcess:
                 time.sleep(0.1)
         raise RuntimeError(f"server did not listen in time:\n{self.log_text()}")
 
-    def wait_ready(self, timeout: float = 120.0) -> None:
+    def wait_ready(self, timeout: float = 120.0, password: str | None = None) -> None:
         """Wait until Spark is up (a query answers)."""
         import psycopg
 
-        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=timeout) as conn:
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=timeout, password=password) as conn:
             conn.execute("SELECT 1").fetchall()
 
     def metrics(self) -> str:

@@ -8,7 +8,7 @@ ReadyForQuery transaction status, CancelRequest, malformed input, clients that v
 many concurrent connections, Terminate, SCRAM-SHA-256, and the psql binary.
 
 One plain server for the module (the `server` fixture) and one started with
-`--password` for the SCRAM tests.
+`$SPARKWIRE_PASSWORD` for the SCRAM tests.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def assert_server_alive(server) -> None:
 @pytest.fixture(scope="module")
 def scram_server():
     """A second server that requires SCRAM-SHA-256 with password `s3cret`."""
-    proc = ServerProcess(extra_args=["--password", PASSWORD]).start()
+    proc = ServerProcess(env={"SPARKWIRE_PASSWORD": PASSWORD}).start()
     try:
         yield proc
     finally:
