@@ -35,5 +35,5 @@ EXPOSE 6875 6876
 # 13 s on an idle 2-core machine, 60 s on a loaded one). Needs --metrics-port 6876.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:6876/health', timeout=3)"]
-# Extra arguments go after the image name: --spark-master, --spark-conf, --password...
+# Extra arguments go after the image name: --spark-master, --spark-conf, --password-file...
 ENTRYPOINT ["sparkwire", "serve", "--host", "0.0.0.0", "--data-dir", "/data"]

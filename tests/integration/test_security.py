@@ -278,3 +278,33 @@ def _jvm_pid(server_pid: int) -> int | None:
                 continue
         time.sleep(0.2)
     return None
+
+
+def test_a_data_directory_from_before_keeps_its_secrets_but_not_in_plaintext():
+    """Secret values written into the catalog by an older sparkwire move to the secret store at
+    start (the log and checkpoint are rewritten); a stored view that calls Java fails to read."""
+    from server.catalog import Catalog, Item
+    from spark_backend.storage import Store
+
+    data = tempfile.mkdtemp(prefix="sparkwire-old-")
+    store = Store(data)
+    store.open()
+    catalog = Catalog()
+    secret = Item(catalog.allocate_id(), "oldpass", "secret", (), 1, details={"value": SECRET_VALUE})
+    view = Item(catalog.allocate_id(), "oldview", "view", (), 1,
+                sql="SELECT reflect('java.lang.System', 'getenv', 'HOME') AS v")
+    ops = catalog.plan_create(secret) + catalog.plan_create(view)
+    store.commit(int(time.time() * 1000), ops, {})
+    store.close()
+    assert SECRET_VALUE.encode() in (Path(data) / "log.jsonl").read_bytes()
+    proc = ServerProcess(data_dir=data).start()
+    try:
+        proc.wait_ready()
+        with psycopg.connect(proc.dsn, autocommit=True) as conn:
+            assert ("oldpass",) in conn.execute("SHOW SECRETS").fetchall()
+            err = _refused(conn, "SELECT * FROM oldview", ("42883",))
+            assert "reflect" in err.diag.message_primary
+        _check_secret_nowhere(proc)
+    finally:
+        proc.cleanup()
+        subprocess.run(["rm", "-rf", data], check=False)
