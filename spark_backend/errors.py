@@ -7,10 +7,53 @@ view names sparkwire gives tables with the names the user wrote.
 
 from __future__ import annotations
 
+import errno
 import re
 
 from planner.errors import SqlError
 from planner.pg_functions import ERROR_PREFIX
+
+# Storage failures, with PostgreSQL's codes: an I/O error, a full disk, damaged data.
+IO_ERROR = "58030"
+DISK_FULL = "53100"
+DATA_CORRUPTED = "XX001"
+
+
+class StorageError(SqlError):
+    """A write that could not be made durable (never acknowledged, never to come back).
+
+    `fatal`: the store takes no more writes, since after a failed fsync the file system's
+    cache no longer says what is on disk; the server stops. `outcome_unknown`: the failed
+    write could not even be taken back, so no answer may be given about it."""
+
+    def __init__(self, sqlstate: str, message: str, *, fatal: bool = False, outcome_unknown: bool = False,
+                 hint: str | None = None) -> None:
+        super().__init__(sqlstate, message, hint=hint)
+        self.fatal = fatal or outcome_unknown
+        self.outcome_unknown = outcome_unknown
+
+
+def storage_error(exc: OSError, doing: str, *, fatal: bool = False,
+                  outcome_unknown: bool = False) -> StorageError:
+    """`could not <doing>: <reason>`, as 53100 for a full disk and 58030 otherwise."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageError(DISK_FULL, f"could not {doing}: {reason}", fatal=fatal,
+                            outcome_unknown=outcome_unknown, hint="Free disk space in the data directory.")
+    return StorageError(IO_ERROR, f"could not {doing}: {reason}", fatal=fatal, outcome_unknown=outcome_unknown)
+
+
+class DataCorrupted(SqlError):
+    """A data file that is missing or fails its checksum: an error, never a wrong answer."""
+
+    def __init__(self, table: str, path: str, why: str) -> None:
+        super().__init__(DATA_CORRUPTED, f'data file {path} of table "{table}" is damaged: {why}',
+                         hint="Restore the file from a backup; `sparkwire check --data-dir DIR` lists "
+                              "every damaged file.")
+        self.table = table
+        self.path = path
+        self.why = why
+
 
 # Internal relation names look like __sw_<query>_<table>; users never see them.
 INTERNAL_NAME = re.compile(r"`?__sw_\d+_([A-Za-z0-9_]+?)`?(?=\W|$)")
