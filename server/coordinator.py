@@ -14,6 +14,7 @@ import collections
 import datetime
 import itertools
 import logging
+import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,9 +32,10 @@ from server.catalog import Catalog, Item
 from server.secret_store import SecretStore
 from spark_backend.consolidate import consolidate
 from spark_backend.engine import SparkEngine
+from spark_backend.errors import DataCorrupted, StorageError
 from spark_backend.reads import consolidated_arrow, rows_df
 from spark_backend.schema import sql_type_of_spark, storage_arrow_schema
-from spark_backend.storage import Store
+from spark_backend.storage import StorageDamaged, Store
 
 log = logging.getLogger("sparkwire.coordinator")
 
@@ -53,6 +55,11 @@ RETRACTION_FOLD_EVERY = 10.0
 LOCAL_FOLD_ROWS = 1_000_000
 # How often the frontier advances with the clock when nothing is written.
 TICK_INTERVAL = 0.5
+# After a storage failure: the time the clients of the failed writes get to read their
+# error before the process exits, and its exit status (2: the data directory cannot be opened).
+FAIL_STOP_GRACE = 1.0
+EXIT_STORAGE_FAILED = 3
+EXIT_CANNOT_OPEN = 2
 
 
 @dataclass
@@ -93,10 +100,22 @@ class Coordinator:
         # Long background work (compactions), newest last, for mz_internal.mz_background_work.
         self.background: collections.deque[BackgroundWork] = collections.deque(maxlen=100)
         self._last_compacted: dict[str, float] = {}  # collection → monotonic time of its last fold
+        self._stopping: asyncio.TimerHandle | None = None  # the exit after a storage failure
 
     # -- start-up ----------------------------------------------------------------
     def open(self) -> None:
-        recovered = self.store.open()
+        """Recover the catalog and collections; a data directory that is damaged or cannot be
+        written stops the start with a log line saying why and what to do."""
+        try:
+            recovered = self.store.open()
+        except StorageDamaged as exc:
+            log.critical("the data directory is damaged: %s", exc, extra={"event": "storage_damaged"})
+            raise SystemExit(EXIT_CANNOT_OPEN) from None
+        except OSError as exc:
+            log.critical("cannot open the data directory %s for writing: %s", self.store.root, exc,
+                         extra={"event": "storage_unavailable"})
+            raise SystemExit(EXIT_CANNOT_OPEN) from None
+        self.store.label = self._relation_name
         self.catalog = Catalog.from_json(recovered.catalog_snapshot)
         for op in recovered.catalog_ops:
             self.catalog.apply(op)
@@ -236,6 +255,10 @@ class Coordinator:
         self._committing = ts
         try:
             await loop.run_in_executor(self._log_thread, self.store.commit, ts, catalog_ops, stamped)
+        except StorageError as err:
+            if err.fatal:
+                self._storage_failed(err)
+            raise
         finally:
             self._committing = None
         for op in catalog_ops:
@@ -248,9 +271,41 @@ class Coordinator:
             listener.on_commit(ts, stamped)
         self.advance_frontier(ts + 1)
         if self.store.checkpoint_due():
-            await loop.run_in_executor(self._log_thread, self.store.checkpoint, self.catalog.to_json())
+            # The commit is durable whatever happens to the checkpoint: its writer gets the ack.
+            try:
+                await loop.run_in_executor(self._log_thread, self.store.checkpoint, self.catalog.to_json())
+            except StorageError as err:
+                log.error("checkpoint failed: %s", err.message, extra={"event": "checkpoint_failed"})
+                if err.fatal:
+                    self._storage_failed(err)
         self._maybe_compact()
         return ts
+
+    def _storage_failed(self, err: StorageError) -> None:
+        """Fail-stop: no more writes (the store refuses them), and the process exits after
+        FAIL_STOP_GRACE, so that a restart recovers to exactly the acknowledged writes. A write
+        whose outcome is unknown gets no answer at all: the exit is immediate."""
+        if err.outcome_unknown:
+            log.critical("storage failed and the failed write could not be taken back; exiting at once "
+                         "without answering: %s", err.message, extra={"event": "storage_failed_exit"})
+            _exit_now()
+        if self._stopping is None:
+            log.critical("storage failed: %s; no more writes are accepted and the server exits in %.0f s; "
+                         "a restart recovers to the acknowledged writes", err.message, FAIL_STOP_GRACE,
+                         extra={"event": "storage_failed_exit"})
+            self._stopping = asyncio.get_running_loop().call_later(FAIL_STOP_GRACE, _exit_now)
+
+    def _relation_name(self, collection_id: str) -> str:
+        item = self.catalog.items.get(collection_id)
+        return item.name if item is not None else collection_id
+
+    # -- read holds ----------------------------------------------------------------
+    def hold(self, holder: object, ts: int) -> None:
+        """Keep compaction from folding history past `ts` until `release(holder)`."""
+        self.read_holds[holder] = ts
+
+    def release(self, holder: object) -> None:
+        self.read_holds.pop(holder, None)
 
     # -- reads ------------------------------------------------------------------
     def resolver(self, views: dict[str, tuple[str, Item]], ctx: SessionContext | None = None) -> Resolver:
@@ -307,8 +362,18 @@ class Coordinator:
     async def query(self, spark_sql: str, views: dict[str, tuple[str, Item]], as_of: int,
                     overlay: Overlay | None = None, group: str | None = None,
                     describe_only: bool = False) -> QueryResult:
-        return await self.engine.run(self._query_in_spark, spark_sql, views, as_of, overlay,
-                                     describe_only, group=group)
+        """Run a query at `as_of`, holding compaction back from `as_of` (and the files it
+        reads from deletion) until it is done, however long it waits for Spark."""
+        holder = object()
+        self.hold(holder, as_of)
+        try:
+            with self.store.reading():
+                return await self.engine.run(self._query_in_spark, spark_sql, views, as_of, overlay,
+                                             describe_only, group=group)
+        except DataCorrupted as err:
+            raise DataCorrupted(self._relation_name(err.table), err.path, err.why) from None
+        finally:
+            self.release(holder)
 
     def _query_in_spark(self, spark, spark_sql: str, views: dict[str, tuple[str, Item]],
                         as_of: int, overlay: Overlay | None, describe_only: bool) -> QueryResult:
@@ -377,14 +442,25 @@ class Coordinator:
                         self.store.abandon_compaction(new)
                         work.finish("skipped", "a read still needs the history")
                         continue
-                    await loop.run_in_executor(self._log_thread, self.store.finish_compaction,
-                                               cid, since, files, new)
+                    try:
+                        await loop.run_in_executor(self._log_thread, self.store.finish_compaction,
+                                                   cid, since, files, new)
+                    except StorageError as err:
+                        if not err.outcome_unknown:
+                            self.store.abandon_compaction(new)
+                        raise
                 self._last_compacted[cid] = time.monotonic()
                 work.finish("done", f"{len(files)} files, {rows} updates → {table.num_rows} rows")
                 log.info("compacted", extra={"event": "compacted", "collection": cid, "relation": item.name,
                                              "files": len(files), "rows": table.num_rows,
                                              "seconds": round(work.seconds, 3)})
             self.store.collect_garbage()
+        except StorageError as err:
+            if work is not None and work.status == "running":
+                work.finish("failed", err.message)
+            log.error("compaction failed: %s", err.message, extra={"event": "compaction_failed"})
+            if err.fatal:
+                self._storage_failed(err)
         except Exception as exc:
             if work is not None and work.status == "running":
                 work.finish("failed", str(exc))
@@ -394,7 +470,7 @@ class Coordinator:
 
     def _fold_locally(self, files: list, item: Item, since: int) -> pa.Table | None:
         schema = storage_arrow_schema(item.column_types)
-        return consolidate(self.store.read_local(files, schema), since)
+        return consolidate(self.store.read_local(files, schema, item.id), since)
 
     def background_rows(self) -> list[tuple]:
         """Spark start-up and recent compactions, for mz_internal.mz_background_work."""
@@ -406,6 +482,12 @@ class Coordinator:
         else:
             spark = BackgroundWork("spark start", engine.master, started, "starting", "running")
         return [w.row() for w in [spark, *self.background]]
+
+
+def _exit_now() -> None:
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(EXIT_STORAGE_FAILED)
 
 
 @dataclass

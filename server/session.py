@@ -178,6 +178,7 @@ class Session:
         if self.txn is not None and self.txn.holds_lock:
             self.coord.write_lock.release()
         self.txn = None
+        self.coord.release(self)
         for cursor in self.cursors.values():
             cursor.close()
         self.cursors.clear()
@@ -271,6 +272,7 @@ class Session:
             return self.coord.read_ts()
         if self.txn.read_ts is None:
             self.txn.read_ts = self.coord.read_ts()
+            self.coord.hold(self, self.txn.read_ts)  # the transaction's reads, until it ends
         return self.txn.read_ts
 
     def _bind(self, params: dict[int, object], types: dict[int, SqlType]) -> dict[int, exp.Expression]:

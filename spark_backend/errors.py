@@ -142,8 +142,39 @@ _SQLSTATE = {
 }
 
 
+# A data file Spark could not read: `[FAILED_READ_FILE.<why>] ... file:///<dir>/collections/<id>/<f>.parquet`.
+_DATA_FILE = re.compile(r"collections/([^/\s]+)/([^/\s]+?\.parquet)")
+_CAUSE = re.compile(r"^Caused by: [\w.$]+(?:Exception|Error): (.+)$", re.MULTILINE)
+
+
+def damaged_file(exc: BaseException) -> DataCorrupted | None:
+    """A Spark failure to read one of our data files (a page checksum that fails, a file cut
+    short or missing), as XX001; its `table` is the collection id, for the caller to name."""
+    text = str(exc)
+    if "FAILED_READ_FILE" not in text:
+        return None
+    m = _DATA_FILE.search(text)
+    if m is None:
+        return None
+    causes = _CAUSE.findall(text)
+    why = "the file is missing" if "FILE_NOT_EXIST" in text else causes[-1] if causes else "Spark could not read it"
+    why = re.sub(r"file:\S*/collections/[^/\s]+/[^/\s]+?\.parquet", "the file", why).strip()
+    return DataCorrupted(m.group(1), f"collections/{m.group(1)}/{m.group(2)}", why)
+
+
+def _java_message(text: str) -> str | None:
+    """The Java exception's own message in py4j's `An error occurred while calling o47.x.` text."""
+    m = re.search(r"^: [\w.$]+: (.+)$", text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
 def translate_spark_error(exc: BaseException) -> SqlError:
     """The SqlError to send for an exception raised by a Spark call."""
+    if isinstance(exc, OSError):
+        return storage_error(exc, "read the data directory")
+    damaged = damaged_file(exc)
+    if damaged is not None:
+        return damaged
     error_class = _call(exc, "getCondition") or _call(exc, "getErrorClass") or ""
     params = _call(exc, "getMessageParameters") or {}
     top = error_class.split(".")[0]
@@ -151,7 +182,10 @@ def translate_spark_error(exc: BaseException) -> SqlError:
         code, message = _BY_CLASS[top](params)
         return SqlError(code, message)
     sqlstate = _call(exc, "getSqlState") or ""
-    message = _first_line(str(exc)) or type(exc).__name__
+    text = str(exc)
+    if text.startswith("An error occurred while calling"):  # py4j's words, not the error's
+        text = _java_message(text) or text
+    message = _first_line(text) or type(exc).__name__
     if top.startswith("DATATYPE_MISMATCH") or error_class.startswith("DATATYPE_MISMATCH"):
         return SqlError("42804", message)
     if len(sqlstate) == 5:

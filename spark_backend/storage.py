@@ -67,7 +67,7 @@ from spark_backend.schema import DIFF, TS
 
 log = logging.getLogger("sparkwire.storage")
 
-CHECKPOINT_EVERY = 500  # log records between checkpoints
+CHECKPOINT_EVERY = int(os.environ.get("SPARKWIRE_CHECKPOINT_EVERY", "500"))  # log records between checkpoints
 CHECKPOINT_RETRY = 50  # records to wait before trying again after a checkpoint failed
 GARBAGE_DELAY = 60.0  # seconds a compacted-away file is kept for reads not pinned (subscriptions)
 LOG = "log.jsonl"
@@ -401,7 +401,6 @@ class Store:
             raise self._error(exc, f"fsync directory {folder.relative_to(self.root)}", fatal=True) from None
         ts_col = updates.column(TS)
         retractions = pc.sum(pc.less(updates.column(DIFF), 0).cast(pa.int64())).as_py() or 0
-        self._verified.add(rel)
         return DataFile(
             rel,
             pc.min(ts_col).as_py() if updates.num_rows else ts,

@@ -26,7 +26,8 @@ class ServerProcess:
     """`sparkwire serve` in a subprocess, on a free port and its own data directory."""
 
     def __init__(self, data_dir: str | None = None, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+                 env: dict[str, str] | None = None, cwd: str | None = None,
+                 prefix: list[str] | None = None) -> None:
         self.port = free_port()
         self.metrics_port = free_port()
         self.own_dir = data_dir is None
@@ -34,6 +35,7 @@ class ServerProcess:
         self.extra_args = extra_args or []
         self.env = env or {}
         self.cwd = cwd or str(ROOT)  # the server's working directory
+        self.prefix = prefix or []  # a command the server runs under (strace ... --)
         self.proc: subprocess.Popen | None = None
         self.log_path = Path(self.data_dir).parent / f"{Path(self.data_dir).name}.log"
 
@@ -45,7 +47,7 @@ class ServerProcess:
         env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server", "serve", "--port", str(self.port),
+            [*self.prefix, sys.executable, "-m", "server", "serve", "--port", str(self.port),
              "--data-dir", self.data_dir, "--metrics-port", str(self.metrics_port), *self.extra_args],
             cwd=self.cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
         )

@@ -57,6 +57,13 @@ def reopen(path: Path) -> tuple[Store, storage.Recovered]:
     return store, store.open()
 
 
+def failed_commit(store: Store, ts: int, row: int) -> SqlError:
+    """The error of a one-row commit that must fail."""
+    with pytest.raises(SqlError) as failed:
+        store.commit(ts, [], {"a": updates([row], ts)})
+    return failed.value
+
+
 def log_lines(path: Path) -> list[bytes]:
     return (path / "log.jsonl").read_bytes().splitlines(keepends=True)
 
@@ -123,15 +130,12 @@ def test_a_failed_log_fsync_is_reported_taken_back_and_never_comes_back(tmp_path
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    with pytest.raises(SqlError) as failed:
-        store.commit(3, [], {"a": updates([2], 3)})
-    assert failed.value.sqlstate == "58030"
-    assert "could not fsync the log" in failed.value.message
+    failed = failed_commit(store, 3, 2)
+    assert failed.sqlstate == "58030"
+    assert "could not fsync the log" in failed.message
     assert rows(store) == Counter({1: 1})
     # After a failed fsync the store takes no more writes (the server stops), ...
-    with pytest.raises(SqlError) as refused:
-        store.commit(4, [], {"a": updates([3], 4)})
-    assert refused.value.sqlstate == "58030"
+    assert failed_commit(store, 4, 3).sqlstate == "58030"
     store.close()
     # ... and after a restart the failed write is not there.
     store, _ = reopen(tmp_path)
@@ -159,10 +163,9 @@ def test_a_full_disk_while_writing_the_log_leaves_no_bytes_behind(tmp_path, monk
         return real_write(fd, data)
 
     monkeypatch.setattr(os, "write", write)
-    with pytest.raises(SqlError) as failed:
-        store.commit(3, [], {"a": updates([2], 3)})
-    assert failed.value.sqlstate == "53100"
-    assert "No space left on device" in failed.value.message
+    failed = failed_commit(store, 3, 2)
+    assert failed.sqlstate == "53100"
+    assert "No space left on device" in failed.message
     store.commit(4, [], {"a": updates([3], 4)})
     store.close()
     assert len(log_lines(tmp_path)) == 3
@@ -181,9 +184,7 @@ def test_a_full_disk_while_writing_a_data_file_fails_the_write_only(tmp_path, mo
         return real_write(fd, data)
 
     monkeypatch.setattr(os, "write", write)
-    with pytest.raises(SqlError) as failed:
-        store.commit(3, [], {"a": updates([2], 3)})
-    assert failed.value.sqlstate == "53100"
+    assert failed_commit(store, 3, 2).sqlstate == "53100"
     assert store.failed is None
     monkeypatch.setattr(os, "write", real_write)
     store.commit(4, [], {"a": updates([3], 4)})
