@@ -1,0 +1,56 @@
+"""Disk and Spark read errors as a client sees them: a SQLSTATE and a plain message, never
+Python's or py4j's text."""
+
+from __future__ import annotations
+
+import errno
+
+from spark_backend.errors import storage_error, translate_spark_error
+
+PY4J_READ_FAILURE = """An error occurred while calling o47.collectToPython.
+: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file \
+file:///data/collections/u7/1795636263050-1e453c2df922.parquet.  SQLSTATE: KD001
+\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(QueryExecutionErrors.scala:920)
+Caused by: org.apache.parquet.io.ParquetDecodingException: Can not read value at 0 in block -1 in file \
+file:/data/collections/u7/1795636263050-1e453c2df922.parquet
+Caused by: org.apache.parquet.io.ParquetDecodingException: could not verify page integrity, CRC checksum \
+verification failed
+\tat org.apache.parquet.hadoop.ParquetFileReader$Chunk.verifyCrc(ParquetFileReader.java:1845)
+"""
+
+
+class Py4JJavaError(Exception):
+    pass
+
+
+def test_a_spark_read_of_a_damaged_data_file_is_xx001_naming_the_file():
+    err = translate_spark_error(Py4JJavaError(PY4J_READ_FAILURE))
+    assert err.sqlstate == "XX001"
+    assert err.message == ('data file collections/u7/1795636263050-1e453c2df922.parquet of table "u7" is damaged: '
+                           "could not verify page integrity, CRC checksum verification failed")
+    assert err.table == "u7"  # the coordinator puts the table's name in its place
+
+
+def test_a_missing_data_file_is_xx001():
+    text = ("An error occurred while calling o9.toArrow.\n: org.apache.spark.SparkException: "
+            "[FAILED_READ_FILE.FILE_NOT_EXIST] File file:/data/collections/u2/5-abc.parquet does not exist.")
+    err = translate_spark_error(Py4JJavaError(text))
+    assert (err.sqlstate, err.message) == (
+        "XX001", 'data file collections/u2/5-abc.parquet of table "u2" is damaged: the file is missing')
+
+
+def test_other_spark_failures_keep_the_error_not_py4j_words():
+    text = ("An error occurred while calling o12.collectToPython.\n"
+            ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed\n"
+            "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2898)\n")
+    err = translate_spark_error(Py4JJavaError(text))
+    assert err.message == "Job aborted due to stage failure: Task 0 in stage 3.0 failed"
+    assert "o12" not in err.message and "py4j" not in err.message.lower()
+
+
+def test_disk_errors_are_58030_or_53100_with_a_plain_message():
+    full = translate_spark_error(OSError(errno.ENOSPC, "No space left on device"))
+    assert (full.sqlstate, full.message) == ("53100", "could not read the data directory: No space left on device")
+    broken = storage_error(OSError(errno.EIO, "Input/output error"), "fsync the log", fatal=True)
+    assert (broken.sqlstate, broken.message, broken.fatal) == ("58030", "could not fsync the log: Input/output error",
+                                                               True)
