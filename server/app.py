@@ -19,6 +19,8 @@ from server.kafka import SPARK_READS
 from server.metrics import serve_metrics
 from server.protocol.scram import make_verifier
 from server.sources import SourceManager
+from server.subscribe import SubscribeLimits
+from server.subscribe_buffer import DEFAULT_BUDGET
 from spark_backend.engine import SparkEngine
 
 log = logging.getLogger("sparkwire")
@@ -38,6 +40,8 @@ class Config:
     users_file: str | None = None  # lines of user:password (or user:SCRAM-SHA-256$... verifiers)
     spark_conf: dict[str, str] = field(default_factory=dict)  # --spark-conf KEY=VALUE
     kafka_spark_reads: int = SPARK_READS  # --kafka-spark-reads
+    subscribe_buffer_bytes: int = DEFAULT_BUDGET  # --subscribe-buffer-bytes
+    subscribe_stall_timeout: float = 0.0  # --subscribe-stall-timeout; 0: never disconnect
 
 
 class Server:
@@ -47,6 +51,8 @@ class Server:
         self.coordinator = Coordinator(config.data_dir, self.engine)
         self.sources = SourceManager(self.coordinator, config.kafka_spark_reads)
         self.sessions: dict[int, Connection] = {}
+        self.subscribe_limits = SubscribeLimits(config.subscribe_buffer_bytes,
+                                                config.subscribe_stall_timeout or None)
         self._pids = itertools.count(os.getpid() * 1000 % 2_000_000_000 + 1)
         self.mock_secret = secrets.token_bytes(16)
         self._verifier = make_verifier(config.password) if config.password else None

@@ -1,0 +1,103 @@
+"""A subscription's output as Arrow tables: what its buffer holds and the wire encodes.
+
+Every table holds the rows of one timestamp (or one progress row), in the output
+columns `subscribe_format.plan_output` describes, named by position (c0, c1, ...):
+relation columns may repeat a name. `mz_timestamp` is numeric, held as decimal(38, 0).
+
+Pure: Arrow in, Arrow out.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pyarrow as pa
+
+from server.subscribe_format import OutputPlan
+
+TS_TYPE = pa.decimal128(38, 0)
+
+
+def _names(n: int) -> list[str]:
+    return [f"c{i}" for i in range(n)]
+
+
+def head_width(plan: OutputPlan) -> int:
+    """Columns before the relation's: mz_timestamp, [mz_progressed,] mz_diff or mz_state."""
+    return 3 if plan.progress else 2
+
+
+def relation_positions(plan: OutputPlan) -> list[int | None]:
+    """For each output column, the relation column it shows (None for the head columns)."""
+    head: list[int | None] = [None] * head_width(plan)
+    if plan.kind in ("diffs", "order_by"):
+        return head + list(range(plan.relation_arity))
+    values = list(plan.value_indexes)
+    body = list(plan.key_indexes) + values + (values if plan.kind == "debezium" else [])
+    return head + body
+
+
+def _head(plan: OutputPlan, ts: int, n: int, progressed: bool) -> list[pa.Array]:
+    cols = [pa.repeat(pa.scalar(Decimal(ts), TS_TYPE), n)]
+    if plan.progress:
+        cols.append(pa.repeat(pa.scalar(progressed, pa.bool_()), n))
+    return cols
+
+
+def progress_table(plan: OutputPlan, ts: int) -> pa.Table:
+    """The row saying every update before `ts` has been sent."""
+    rest = [pa.nulls(1) for _ in range(len(plan.names) - 2)]
+    return pa.Table.from_arrays([*_head(plan, ts, 1, True), *rest], names=_names(len(plan.names)))
+
+
+def updates_table(plan: OutputPlan, ts: int, data: pa.Table, diff: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """Plain diffs (or rows already in WITHIN TIMESTAMP ORDER BY order) of one timestamp,
+    without a Python object per value: `data` holds the relation's columns."""
+    n = data.num_rows
+    cols = [*_head(plan, ts, n, False), diff.cast(pa.int64()), *data.columns]
+    return pa.Table.from_arrays(cols, names=_names(len(cols)))
+
+
+def rows_table(plan: OutputPlan, rows: list[tuple], relation_types: list[pa.DataType | None]) -> pa.Table:
+    """Output rows (as `subscribe_format.format_timestamp` makes them) as a table. Relation
+    columns take the Arrow type Spark gave them where known; a value that does not fit it
+    (a wider decimal, say) lets Arrow choose."""
+    positions = relation_positions(plan)
+    columns = list(zip(*rows)) if rows else [() for _ in positions]
+    arrays = []
+    for i, (values, pos) in enumerate(zip(columns, positions)):
+        arrays.append(_array(list(values), _head_type(plan, i) if pos is None else
+                             (relation_types[pos] if pos < len(relation_types) else None)))
+    return pa.Table.from_arrays(arrays, names=_names(len(arrays)))
+
+
+def _head_type(plan: OutputPlan, i: int) -> pa.DataType:
+    if i == 0:
+        return TS_TYPE
+    if plan.progress and i == 1:
+        return pa.bool_()
+    return pa.int64() if plan.kind in ("diffs", "order_by") else pa.string()
+
+
+def _array(values: list, type_: pa.DataType | None) -> pa.Array:
+    if type_ is not None:
+        try:
+            return pa.array(values, type_)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            pass
+    if values and isinstance(values[0], tuple) or any(isinstance(v, tuple) for v in values):
+        values = [None if v is None else list(v) for v in values]
+    return pa.array(values)
+
+
+def concat(tables: list[pa.Table]) -> pa.Table:
+    """Several output tables as one: a FETCH returns them together. Column types may
+    differ between them (a progress row's NULLs, a decimal's width); Arrow widens them."""
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def python_rows(table: pa.Table) -> list[tuple]:
+    columns = [c.to_pylist() for c in table.columns]
+    return list(zip(*columns)) if columns else []
