@@ -2,7 +2,8 @@
 
 Every table holds the rows of one timestamp (or one progress row), in the output
 columns `subscribe_format.plan_output` describes, named by position (c0, c1, ...):
-relation columns may repeat a name. `mz_timestamp` is numeric, held as decimal(38, 0).
+relation columns may repeat a name. `mz_timestamp` is numeric, held as decimal(38, 0)
+dictionary-encoded: a table's one timestamp is stored, and encoded for the wire, once.
 
 Pure: Arrow in, Arrow out.
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 
 from server.subscribe_format import OutputPlan
 
-TS_TYPE = pa.decimal128(38, 0)
+TS_VALUE = pa.decimal128(38, 0)
+TS_TYPE = pa.dictionary(pa.int8(), TS_VALUE)
 
 
 def _names(n: int) -> list[str]:
@@ -38,7 +41,8 @@ def relation_positions(plan: OutputPlan) -> list[int | None]:
 
 
 def _head(plan: OutputPlan, ts: int, n: int, progressed: bool) -> list[pa.Array]:
-    cols = [pa.repeat(pa.scalar(Decimal(ts), TS_TYPE), n)]
+    stamp = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int8)), pa.array([Decimal(ts)], TS_VALUE))
+    cols: list[pa.Array] = [stamp]
     if plan.progress:
         cols.append(pa.repeat(pa.scalar(progressed, pa.bool_()), n))
     return cols
@@ -59,24 +63,18 @@ def updates_table(plan: OutputPlan, ts: int, data: pa.Table, diff: pa.Array | pa
 
 
 def rows_table(plan: OutputPlan, rows: list[tuple], relation_types: list[pa.DataType | None]) -> pa.Table:
-    """Output rows (as `subscribe_format.format_timestamp` makes them) as a table. Relation
-    columns take the Arrow type Spark gave them where known; a value that does not fit it
-    (a wider decimal, say) lets Arrow choose."""
+    """Data rows of one timestamp (as `subscribe_format.format_timestamp` makes them) as a
+    table. Relation columns take the Arrow type Spark gave them where known; a value that
+    does not fit it (a wider decimal, say) lets Arrow choose."""
     positions = relation_positions(plan)
+    width = head_width(plan)
     columns = list(zip(*rows)) if rows else [() for _ in positions]
-    arrays = []
-    for i, (values, pos) in enumerate(zip(columns, positions)):
-        arrays.append(_array(list(values), _head_type(plan, i) if pos is None else
-                             (relation_types[pos] if pos < len(relation_types) else None)))
+    arrays = _head(plan, rows[0][0] if rows else 0, len(rows), False)
+    arrays.append(_array(list(columns[width - 1]),
+                         pa.int64() if plan.kind in ("diffs", "order_by") else pa.string()))
+    for values, pos in zip(columns[width:], positions[width:]):
+        arrays.append(_array(list(values), relation_types[pos] if pos < len(relation_types) else None))
     return pa.Table.from_arrays(arrays, names=_names(len(arrays)))
-
-
-def _head_type(plan: OutputPlan, i: int) -> pa.DataType:
-    if i == 0:
-        return TS_TYPE
-    if plan.progress and i == 1:
-        return pa.bool_()
-    return pa.int64() if plan.kind in ("diffs", "order_by") else pa.string()
 
 
 def _array(values: list, type_: pa.DataType | None) -> pa.Array:
