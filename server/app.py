@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import ssl
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from server.subscribe_buffer import DEFAULT_BUDGET
 from spark_backend.engine import SparkEngine
 
 log = logging.getLogger("sparkwire")
+
+SWITCH_INTERVAL = 0.0005  # seconds (CPython's default is 0.005)
 
 
 @dataclass
@@ -92,6 +95,11 @@ class Server:
         await Connection(self, reader, writer).run()
 
     async def start(self) -> None:
+        # Worker threads run Python over whole batches (a join's state, a snapshot's rows);
+        # a thread that wants the GIL waits up to the switch interval for it, and the event
+        # loop wants it back after every socket read and every finished thread call. The
+        # default 5 ms, several times per statement, delays every session's replies.
+        sys.setswitchinterval(SWITCH_INTERVAL)
         # Replication streams hold a thread each for as long as they run, and every Kafka
         # poll borrows one: the default pool (cores + 4 threads) would starve.
         asyncio.get_running_loop().set_default_executor(

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from server.subscribe_format import OutputPlan
+from spark_backend import pylist
 
 TS_VALUE = pa.decimal128(38, 0)
 TS_TYPE = pa.dictionary(pa.int8(), TS_VALUE)
@@ -77,15 +78,15 @@ def rows_table(plan: OutputPlan, rows: list[tuple], relation_types: list[pa.Data
     return pa.Table.from_arrays(arrays, names=_names(len(arrays)))
 
 
-def _array(values: list, type_: pa.DataType | None) -> pa.Array:
+def _array(values: list, type_: pa.DataType | None) -> pa.ChunkedArray:
     if type_ is not None:
         try:
-            return pa.array(values, type_)
+            return pylist.array(values, type_)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             pass
-    if values and isinstance(values[0], tuple) or any(isinstance(v, tuple) for v in values):
+    if any(isinstance(v, tuple) for v in values):
         values = [None if v is None else list(v) for v in values]
-    return pa.array(values)
+    return pylist.array(values)
 
 
 def concat(tables: list[pa.Table]) -> pa.Table:
@@ -97,5 +98,5 @@ def concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def python_rows(table: pa.Table) -> list[tuple]:
-    columns = [c.to_pylist() for c in table.columns]
+    columns = [pylist.values(c) for c in table.columns]
     return list(zip(*columns)) if columns else []

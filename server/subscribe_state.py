@@ -28,6 +28,7 @@ from planner.dataflow import TS as DELTA_TS
 from planner.dataflow import AggregatePlan, JoinPlan
 from planner.errors import SqlError
 from planner.types import SqlType, group_key, row_key
+from spark_backend import pylist
 
 NUMERIC_VALUE_OUT_OF_RANGE = "22003"
 
@@ -40,7 +41,7 @@ _INT_RANGES = {"smallint": 16, "integer": 32, "bigint": 64}
 
 def column_values(column: pa.ChunkedArray | pa.Array) -> list:
     """A column's Python values, arrays as tuples: rows are counted in dicts, so hashable."""
-    values = column.to_pylist()
+    values = pylist.values(column)
     if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
         return [None if v is None else tuple(v) for v in values]
     return values
@@ -52,31 +53,38 @@ def table_rows(table: pa.Table) -> list[tuple]:
 
 
 class Multiset:
-    """Rows with multiplicities, rows equal as SQL groups them being one entry."""
+    """Rows with multiplicities, rows equal as SQL groups them being one entry.
 
-    __slots__ = ("entries",)
+    Two flat dicts rather than a [row, count] list per row: a list is a container the
+    cyclic garbage collector tracks, and a full collection walks every tracked object while
+    holding the GIL, which for a million-row state stalled the event loop for a second."""
+
+    __slots__ = ("counts", "rows")
 
     def __init__(self) -> None:
-        self.entries: dict[tuple, list] = {}  # row_key → [row, count]
+        self.rows: dict[tuple, tuple] = {}  # row_key → a row
+        self.counts: dict[tuple, int] = {}  # row_key → multiplicity
 
     def add(self, row: tuple, n: int) -> None:
         key = row_key(row)
-        entry = self.entries.get(key)
-        if entry is None:
-            self.entries[key] = [row, n]
+        count = self.counts.get(key, 0) + n
+        if count:
+            if key not in self.rows:
+                self.rows[key] = row
+            self.counts[key] = count
         else:
-            entry[1] += n
-            if entry[1] == 0:
-                del self.entries[key]
+            self.counts.pop(key, None)
+            self.rows.pop(key, None)
 
     def items(self) -> list[tuple[tuple, int]]:
-        return [(row, n) for row, n in self.entries.values() if n]
+        rows = self.rows
+        return [(rows[key], n) for key, n in self.counts.items()]
 
     def __bool__(self) -> bool:
-        return bool(self.entries)
+        return bool(self.counts)
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.counts)
 
 
 def consolidate(table: pa.Table) -> Changes:
@@ -182,10 +190,10 @@ class AggregateState:
             slot = events.setdefault(ts, {}).setdefault(row_key(key), [key, []])
             slot[1].append(item)
 
-        for row in tables[0].to_pylist():
+        for row in pylist.dicts(tables[0]):
             note(row[DELTA_TS], tuple(row[f"__k{i}"] for i in range(k)), ("partial", row))
         for j, table in zip(self.value_aggs, tables[1:]):
-            for row in table.to_pylist():
+            for row in pylist.dicts(table):
                 note(row[DELTA_TS], tuple(row[f"__k{i}"] for i in range(k)), ("value", j, row))
         out: Changes = {}
         for ts in sorted(events):
@@ -361,7 +369,8 @@ class JoinState:
         schema = pa.schema([*self.schemas[0], *self.schemas[1], pa.field(DELTA_TS, pa.int64()),
                             pa.field(DELTA_DIFF, pa.int64())])
         columns = list(zip(*joined))
-        return pa.Table.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, schema)], schema=schema)
+        return pa.Table.from_arrays([pylist.array(list(c), f.type) for c, f in zip(columns, schema)],
+                                    schema=schema)
 
 
 def _side_updates(table: pa.Table, width: int, keys: int) -> dict[int, list[tuple[tuple, tuple, int]]]:

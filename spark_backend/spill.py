@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from planner.types import row_key
+from spark_backend import pylist
 
 TS = "__mz_ts"
 DIFF = "__mz_diff"
@@ -127,7 +128,7 @@ class Spill:
         if rows:
             schema = pa.schema([(n, t) for n, t in zip(names, self._schema(ts).types)])
             columns = list(zip(*[(*row, n) for row, n in rows]))
-            yield pa.Table.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, schema)],
+            yield pa.Table.from_arrays([pylist.array(list(c), f.type) for c, f in zip(columns, schema)],
                                        schema=schema)
 
     def _schema(self, ts: int) -> pa.Schema:
@@ -158,7 +159,7 @@ class Spill:
 
 
 def _hold(table: pa.Table, held: dict[tuple, list]) -> None:
-    columns = [c.to_pylist() for c in table.columns]
+    columns = [pylist.values(c) for c in table.columns]
     for r in range(table.num_rows):
         row = tuple(c[r] for c in columns[:-1])
         key = row_key(row)
