@@ -7,7 +7,8 @@ query over just the batch's updates, carrying each update's `__mz_ts` and
 count/sum/avg/min/max keeps state per group: Spark reduces the batch's updates
 to one partial per (group, timestamp), and only the groups the batch touches
 change. Anything else is *recomputed* at each timestamp and diffed against the
-previous result, which EXPLAIN SUBSCRIBE reports.
+previous result, which EXPLAIN SUBSCRIBE reports. Common table expressions are
+inlined first (a CTE is a view of one query), so they do not force a recompute.
 
 Everything here is pure: sqlglot trees in, Spark SQL text out.
 """
@@ -34,7 +35,15 @@ class Aggregate:
 
 @dataclass(frozen=True)
 class AggregatePlan:
-    """State per group: partial sums and counts, plus value multisets for min/max."""
+    """State per group: partial sums and counts, plus value multisets for min/max.
+
+    Sums are exact: an update's value enters `__s<j>` negated for a retraction (every
+    stored update has a diff of ±1: storage keeps one record per unit of multiplicity),
+    so a decimal keeps its scale, where multiplying by the bigint diff would make Spark
+    widen it past 38 digits and cut the scale to 6. A float sum cannot be both summed by
+    Spark and retracted exactly, so for float arguments the server uses `float_sql`
+    instead: the batch's values per group with their net counts, which it adds up
+    exactly (see server.subscribe_state)."""
 
     key_count: int
     outputs: tuple[tuple[str, int], ...]  # ("key", i) or ("agg", j), in output column order
@@ -42,6 +51,7 @@ class AggregatePlan:
     partial_sql: str  # __k*, __mz_ts, __n, __c<j>, __s<j>: one row per (group, ts)
     extreme_sql: dict[int, str] = field(default_factory=dict)  # j → __k*, __mz_ts, __v, __n
     is_global: bool = False  # no GROUP BY: exactly one output row, always
+    float_sql: dict[int, str] = field(default_factory=dict)  # sum/avg j → as extreme_sql
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,7 @@ class NotIncremental(Exception):
 def plan_dataflow(tree: exp.Expression) -> DataflowPlan:
     """Choose how to maintain a resolved, qualified query (see planner.translate)."""
     full_sql = spark_sql(tree)
+    tree = inline_ctes(tree)
     try:
         return DataflowPlan("linear", "", full_sql, delta_sql=spark_sql(_linear(tree)))
     except NotIncremental as linear_reason:
@@ -122,6 +133,41 @@ def plan_dataflow(tree: exp.Expression) -> DataflowPlan:
                 else:
                     reason = str(linear_reason)
                 return DataflowPlan("recompute", reason, full_sql)
+
+
+def inline_ctes(tree: exp.Expression) -> exp.Expression:
+    """The query with each non-recursive CTE written out as a subquery where it is read:
+    `WITH c AS (q) SELECT ... FROM c` is `SELECT ... FROM (q) AS c`. The delta rules then
+    see through it as through a view."""
+    tree = tree.copy()
+    # Innermost first: a nested WITH may define a name again, and its readers are its own.
+    for node in sorted(tree.find_all(exp.With), key=lambda n: -n.depth):
+        if node.args.get("recursive"):
+            continue
+        owner = node.parent
+        for cte in list(node.expressions):
+            name = cte.alias_or_name.lower()
+            body = cte.this
+            later = [c.this for c in node.expressions[node.expressions.index(cte) + 1:]]
+            for part in [*later, owner]:
+                for table in list(part.find_all(exp.Table)):
+                    if table.args.get("db") or not isinstance(table.this, exp.Identifier) \
+                            or table.name.lower() != name or part is owner and _inside(table, node):
+                        continue
+                    alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(cte.alias_or_name,
+                                                                                             quoted=True))
+                    table.replace(exp.Subquery(this=body.copy(), alias=alias.copy()))
+        owner.set("with_", None)
+    return tree
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False
 
 
 # Clauses that change a SELECT's result as a whole, not row by row.
@@ -231,6 +277,7 @@ def _aggregate(node: exp.Expression) -> AggregatePlan:
     partials: list[exp.Expression] = [*key_cols, exp.alias_(ts_col.copy(), TS),
                                       exp.alias_(exp.Sum(this=diff_col.copy()), "__n")]
     extremes: dict[int, str] = {}
+    floats: dict[int, str] = {}
     where = node.args.get("where")
     for agg, arg in aggregates:
         if agg.kind in ("count", "sum", "avg"):
@@ -238,22 +285,22 @@ def _aggregate(node: exp.Expression) -> AggregatePlan:
                              true=diff_col.copy(), false=exp.Literal.number(0))
             partials.append(exp.alias_(exp.Sum(this=nonnull), f"__c{agg.index}"))
         if agg.kind in ("sum", "avg"):
-            partials.append(exp.alias_(exp.Sum(this=exp.Mul(this=exp.Paren(this=arg.copy()),
-                                                            expression=diff_col.copy())),
-                                       f"__s{agg.index}"))
-        if agg.kind in ("min", "max"):
+            signed = exp.If(this=exp.LT(this=diff_col.copy(), expression=exp.Literal.number(0)),
+                            true=exp.Neg(this=exp.Paren(this=arg.copy())), false=arg.copy())
+            partials.append(exp.alias_(exp.Sum(this=signed), f"__s{agg.index}"))
+        if agg.kind in ("min", "max", "sum", "avg"):
             cond = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))
             q = exp.select(*[k.copy() for k in key_cols], exp.alias_(ts_col.copy(), TS),
                            exp.alias_(arg.copy(), "__v"), exp.alias_(exp.Sum(this=diff_col.copy()), "__n"))
             q = q.from_(source.copy()).where(exp.and_(where.this.copy(), cond) if where else cond)
             q = q.group_by(*[k.copy() for k in keys], ts_col.copy(), arg.copy())
-            extremes[agg.index] = spark_sql(q)
+            (extremes if agg.kind in ("min", "max") else floats)[agg.index] = spark_sql(q)
     q = exp.select(*partials).from_(source.copy())
     if where is not None:
         q = q.where(where.this.copy())
     q = q.group_by(*[k.copy() for k in keys], ts_col.copy())
     return AggregatePlan(len(keys), tuple(outputs), tuple(a for a, _ in aggregates), spark_sql(q),
-                         extremes, is_global=not keys)
+                         extremes, is_global=not keys, float_sql=floats)
 
 
 def _source(node: exp.Expression) -> tuple[exp.Expression, str]:

@@ -1,12 +1,15 @@
 """Parsing SUBSCRIBE and the statements that deliver it: DECLARE, FETCH, CLOSE, COPY.
 
     SUBSCRIBE [TO] {name | (query)}
-        [ENVELOPE UPSERT (KEY (k, ...)) | ENVELOPE DEBEZIUM (KEY (k, ...))]
-        [WITHIN TIMESTAMP ORDER BY expr [ASC|DESC] [NULLS FIRST|LAST], ...]
+        [ENVELOPE UPSERT (KEY (k, ...)) | ENVELOPE DEBEZIUM (KEY (k, ...))
+         | WITHIN TIMESTAMP ORDER BY {column | ordinal} [ASC|DESC] [NULLS FIRST|LAST], ...]
         [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]
         [AS OF [AT LEAST] ts] [UP TO ts]
+        [the output modifier, if it was not given before WITH]
 
-The output modifier may stand before or after WITH (...), as Materialize allows.
+Clauses come in that order, as in Materialize's grammar (its parser reads the one
+output modifier either right after the relation or at the very end), and errors use
+its wording: a second modifier is `Expected end of statement, found WITHIN`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from planner.lexer import Scanner
 
 @dataclass(frozen=True)
 class OrderKey:
-    column: str
+    column: str  # a column name; for an ordinal or an expression, its text
     descending: bool = False
     nulls_first: bool | None = None  # None: PostgreSQL's default for the direction
+    ordinal: int | None = None  # ORDER BY 2: output column 2 (1 is mz_diff)
+    expression: bool = False  # anything but a column or an ordinal (refused when planned)
 
     @property
     def effective_nulls_first(self) -> bool:
@@ -96,71 +101,53 @@ def parse_subscribe(s: Scanner) -> Subscribe:
         query = _parenthesized_query(s)
     else:
         relation = s.qualified_name().split(".")[-1]
+    output = _output_modifier(s)
     options: dict[str, bool] = {}
-    output = OutputMode()
+    if s.accept("with"):
+        options = _options(s)
     as_of = up_to = None
     at_least = False
-    while not s.at_end():
-        if s.accept_punct(";"):
-            continue
-        if s.is_keyword("envelope") or s.is_keyword("within"):
-            if output.kind != "diffs":
-                message = _one_modifier_message(output, s)
-                try:  # read the second modifier too, to name mz_diff if it is the culprit
-                    second = _output_modifier(s)
-                except SqlError:
-                    raise SqlError(SYNTAX_ERROR, message) from None
-                _reject_mz_diff_with_envelope(output, second)
-                raise SqlError(SYNTAX_ERROR, message)
-            output = _output_modifier(s)
-        elif s.accept("with"):
-            if options:
-                raise s.error("WITH specified more than once")
-            options = _options(s)
-        elif s.accept("as", "of"):
-            if as_of is not None:
-                raise s.error("AS OF specified more than once")
-            at_least = s.accept("at", "least")
-            as_of = _timestamp(s, "AS OF")
-        elif s.accept("up", "to"):
-            if up_to is not None:
-                raise s.error("UP TO specified more than once")
-            up_to = _timestamp(s, "UP TO")
-        else:
-            w = s.peek()
-            raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{w.raw}"', position=w.pos + 1)
+    if s.accept("as", "of"):
+        at_least = s.accept("at", "least")
+        as_of = _timestamp(s, "AS OF")
+    if s.accept("up", "to"):
+        up_to = _timestamp(s, "UP TO")
+    if output.kind == "diffs":
+        output = _output_modifier(s)
+    s.accept_punct(";")
+    if not s.at_end():
+        raise expected(s, "end of statement")
     return Subscribe(relation, query, options.get("snapshot", True), options.get("progress", False),
                      as_of, at_least, up_to, output)
 
 
-def _one_modifier_message(current: OutputMode, s: Scanner) -> str:
-    new = "ENVELOPE" if s.is_keyword("envelope") else "WITHIN TIMESTAMP ORDER BY"
-    if current.kind == "order_by" and new == "WITHIN TIMESTAMP ORDER BY":
-        return "WITHIN TIMESTAMP ORDER BY specified more than once"
-    if current.kind in ("upsert", "debezium") and new == "WITHIN TIMESTAMP ORDER BY" or \
-            current.kind == "order_by" and new == "ENVELOPE":
-        return f"WITHIN TIMESTAMP ORDER BY cannot be combined with ENVELOPE {_envelope_name(current, s)}"
-    return "only one ENVELOPE may be specified"
+# Words Materialize's lexer reads as keywords, for naming what was found instead of what
+# was expected (`found WITHIN`, but `found identifier "foo"`).
+_KEYWORDS = frozenset((
+    "all", "and", "as", "asc", "at", "by", "debezium", "desc", "envelope", "first", "from", "key",
+    "last", "least", "nulls", "of", "order", "progress", "select", "snapshot", "subscribe", "table",
+    "timestamp", "to", "up", "upsert", "where", "with", "within"))
+_PUNCT_NAMES = {"(": "left parenthesis", ")": "right parenthesis", ",": "comma", ";": "semicolon",
+                ".": "dot", "=": "equals sign", "*": "star", "+": "plus sign", "-": "minus sign"}
 
 
-def _reject_mz_diff_with_envelope(first: OutputMode, second: OutputMode) -> None:
-    """ORDER BY mz_diff next to an envelope: say that mz_diff is not one of its columns."""
-    kinds = (first.kind, second.kind)
-    if "order_by" not in kinds or not {"upsert", "debezium"} & set(kinds):
-        return
-    order, envelope = (first, second) if first.kind == "order_by" else (second, first)
-    if any(k.column == "mz_diff" for k in order.order_by):
-        raise SqlError(SYNTAX_ERROR,
-                       'invalid ORDER BY in SUBSCRIBE WITHIN TIMESTAMP ORDER BY: column "mz_diff" '
-                       f"is not an output column of ENVELOPE {envelope.kind.upper()}",
-                       hint="All order bys must be output columns.")
-
-
-def _envelope_name(current: OutputMode, s: Scanner) -> str:
-    if current.kind in ("upsert", "debezium"):
-        return current.kind.upper()
-    w = s.peek(1)
-    return w.raw.upper() if w is not None else ""
+def expected(s: Scanner, what: str) -> SqlError:
+    """Materialize's parser error: `Expected <what>, found <the next token>`."""
+    w = s.peek()
+    if w is None:
+        found = "EOF"
+    elif w.kind == "word":
+        found = w.text.upper() if w.text in _KEYWORDS else f'identifier "{w.text}"'
+    elif w.kind == "qident":
+        found = f'identifier "{w.text}"'
+    elif w.kind == "number":
+        found = f'number "{w.text}"'
+    elif w.kind == "string":
+        found = f'string literal "{w.text}"'
+    else:
+        found = _PUNCT_NAMES.get(w.text, f'operator "{w.text}"')
+    position = (w.pos if w is not None else len(s.text)) + 1
+    return SqlError(SYNTAX_ERROR, f"Expected {what}, found {found}", position=position)
 
 
 def _parenthesized_statement(s: Scanner) -> tuple[st.Statement, int]:
@@ -243,36 +230,66 @@ def _timestamp(s: Scanner, clause: str) -> int:
 
 
 def _output_modifier(s: Scanner) -> OutputMode:
-    if s.accept("within"):
-        s.expect("timestamp", "order", "by")
+    """ENVELOPE ... or WITHIN TIMESTAMP ORDER BY ... at the cursor; plain diffs if neither."""
+    if s.accept("within", "timestamp", "order", "by"):
         keys = [_order_key(s)]
         while s.accept_punct(","):
             keys.append(_order_key(s))
         return OutputMode("order_by", order_by=tuple(keys))
-    s.expect("envelope")
+    if not s.accept("envelope"):
+        return OutputMode()
     if s.accept("upsert"):
         kind = "upsert"
     elif s.accept("debezium"):
         kind = "debezium"
     else:
-        raise s.error("expected UPSERT or DEBEZIUM")
-    s.expect_punct("(")
-    s.expect("key")
-    s.expect_punct("(")
+        raise expected(s, "one of UPSERT or DEBEZIUM")
+    if not s.accept_punct("("):
+        raise expected(s, "left parenthesis")
+    if not s.accept("key"):
+        raise expected(s, "KEY")
+    if not s.accept_punct("("):
+        raise expected(s, "left parenthesis")
     keys: list[str] = []
     if s.accept_punct(")"):
         raise SqlError(SYNTAX_ERROR, f"ENVELOPE {kind.upper()} needs at least one KEY column")
     while True:
+        w = s.peek()
+        if w is None or w.kind not in ("word", "qident"):
+            raise expected(s, "identifier")
         keys.append(s.ident("key column"))
         if s.accept_punct(")"):
             break
-        s.expect_punct(",")
-    s.expect_punct(")")
+        if not s.accept_punct(","):
+            raise expected(s, "one of right parenthesis or comma")
+    if not s.accept_punct(")"):
+        raise expected(s, "right parenthesis")
     return OutputMode(kind, keys=tuple(keys))
 
 
+# What ends one WITHIN TIMESTAMP ORDER BY item: its direction, or the next clause.
+_ORDER_ITEM_END = {"asc", "desc", "nulls", "with", "as", "up", "envelope", "within"}
+
+
 def _order_key(s: Scanner) -> OrderKey:
-    column = s.ident("column name")
+    first = s.peek()
+    words = []
+    depth = 0
+    while not s.at_end():
+        w = s.peek()
+        if depth == 0 and (w.kind == "punct" and w.text in (",", ";", ")")
+                           or w.kind == "word" and w.text in _ORDER_ITEM_END and words):
+            break
+        if w.kind == "punct" and w.text == "(":
+            depth += 1
+        elif w.kind == "punct" and w.text == ")":
+            depth -= 1
+        words.append(s.next())
+    if not words:
+        raise expected(s, "an expression")
+    end = words[-1].pos + len(words[-1].raw)
+    text = s.text[first.pos:end]
+    only = words[0] if len(words) == 1 else None
     descending = False
     if s.accept("desc"):
         descending = True
@@ -285,8 +302,12 @@ def _order_key(s: Scanner) -> OrderKey:
         elif s.accept("last"):
             nulls_first = False
         else:
-            raise s.error("expected FIRST or LAST")
-    return OrderKey(column, descending, nulls_first)
+            raise expected(s, "one of FIRST or LAST")
+    if only is not None and only.kind in ("word", "qident"):
+        return OrderKey(only.text, descending, nulls_first)
+    if only is not None and only.kind == "number" and only.text.isdigit():
+        return OrderKey(text, descending, nulls_first, ordinal=int(only.text))
+    return OrderKey(text, descending, nulls_first, expression=True)
 
 
 def parse_declare(s: Scanner) -> DeclareCursor:

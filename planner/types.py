@@ -9,6 +9,7 @@ type modifier (precision/scale of numeric, length of varchar).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from planner.errors import SqlError
 
@@ -178,3 +179,31 @@ def _numeric_typmod(modifiers: tuple[int, ...]) -> int:
     if not 0 <= scale <= precision:
         raise SqlError("22023", f"NUMERIC scale {scale} must be between 0 and precision {precision}")
     return ((precision << 16) | scale) + 4
+
+
+class _NaN:
+    """The one value every NaN groups as (see `group_key`)."""
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+_NAN_KEY = _NaN()
+
+
+def group_key(value: object) -> object:
+    """A hashable stand-in equal exactly when PostgreSQL's = groups the values together:
+    NaN equals NaN (Python's float NaN equals nothing, not even itself), -0.0 equals 0.0
+    (as in Python), arrays compare element by element."""
+    if isinstance(value, float):
+        return _NAN_KEY if value != value else value  # noqa: PLR0124 - NaN is the one value != itself
+    if isinstance(value, (list, tuple)):
+        return tuple(group_key(v) for v in value)
+    if isinstance(value, Decimal) and value.is_nan():
+        return _NAN_KEY
+    return value
+
+
+def row_key(row: tuple) -> tuple:
+    """`group_key` of every value of a row."""
+    return tuple(group_key(v) for v in row)

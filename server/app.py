@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import ssl
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -19,9 +20,13 @@ from server.kafka import SPARK_READS
 from server.metrics import serve_metrics
 from server.protocol.scram import make_verifier
 from server.sources import SourceManager
+from server.subscribe import SubscribeLimits
+from server.subscribe_buffer import DEFAULT_BUDGET
 from spark_backend.engine import SparkEngine
 
 log = logging.getLogger("sparkwire")
+
+SWITCH_INTERVAL = 0.0005  # seconds (CPython's default is 0.005)
 
 
 @dataclass
@@ -38,6 +43,8 @@ class Config:
     users_file: str | None = None  # lines of user:password (or user:SCRAM-SHA-256$... verifiers)
     spark_conf: dict[str, str] = field(default_factory=dict)  # --spark-conf KEY=VALUE
     kafka_spark_reads: int = SPARK_READS  # --kafka-spark-reads
+    subscribe_buffer_bytes: int = DEFAULT_BUDGET  # --subscribe-buffer-bytes
+    subscribe_stall_timeout: float = 0.0  # --subscribe-stall-timeout; 0: never disconnect
 
 
 class Server:
@@ -47,6 +54,8 @@ class Server:
         self.coordinator = Coordinator(config.data_dir, self.engine)
         self.sources = SourceManager(self.coordinator, config.kafka_spark_reads)
         self.sessions: dict[int, Connection] = {}
+        self.subscribe_limits = SubscribeLimits(config.subscribe_buffer_bytes,
+                                                config.subscribe_stall_timeout or None)
         self._pids = itertools.count(os.getpid() * 1000 % 2_000_000_000 + 1)
         self.mock_secret = secrets.token_bytes(16)
         self._verifier = make_verifier(config.password) if config.password else None
@@ -86,6 +95,11 @@ class Server:
         await Connection(self, reader, writer).run()
 
     async def start(self) -> None:
+        # Worker threads run Python over whole batches (a join's state, a snapshot's rows);
+        # a thread that wants the GIL waits up to the switch interval for it, and the event
+        # loop wants it back after every socket read and every finished thread call. The
+        # default 5 ms, several times per statement, delays every session's replies.
+        sys.setswitchinterval(SWITCH_INTERVAL)
         # Replication streams hold a thread each for as long as they run, and every Kafka
         # poll borrows one: the default pool (cores + 4 threads) would starve.
         asyncio.get_running_loop().set_default_executor(

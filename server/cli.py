@@ -7,20 +7,35 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import MutableMapping
 
 
-def _records(text: str) -> int:
-    """A count of records: an integer of 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of records, 0 or more, not {text!r}")
-    return value
+def _at_least_zero(kind: type, what: str):
+    """An argparse type: a `kind` of 0 or more."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"expected {what}, 0 or more, not {text!r}")
+        return value
+    return parse
+
+
+_records = _at_least_zero(int, "a number of records")
+_seconds = _at_least_zero(float, "a number of seconds")
+
+
+def _bytes(text: str) -> int:
+    """A size in bytes: 1048576, 64kB, 16MB, 1GB (units of 1024, as PostgreSQL's)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmg]?)b?\s*", text.lower())
+    if m is None or int(m.group(1)) < 1:
+        raise argparse.ArgumentTypeError(f"expected a size like 16MB or 1048576, not {text!r}")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2)]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--kafka-spark-reads", type=_records, metavar="RECORDS", default=argparse.SUPPRESS,
                        help="a Kafka table's backlog of at least RECORDS records is read by Spark's tasks "
                             "rather than polled by the server; 0: never (default: 100000)")
+    serve.add_argument("--subscribe-buffer-bytes", type=_bytes, default="16MB", metavar="SIZE",
+                       help="output a SUBSCRIBE's client has not read that the server holds for it; "
+                            "past it the subscription waits for its client")
+    serve.add_argument("--subscribe-stall-timeout", type=_seconds, default=0.0, metavar="SECONDS",
+                       help="disconnect (53400) a SUBSCRIBE client whose buffer stayed full this long "
+                            "without it reading; 0: hold its subscription back for ever")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--log-format", default="text", choices=["text", "json"])
     serve.add_argument("--password-file", metavar="FILE",
@@ -184,7 +205,8 @@ def main(argv: list[str] | None = None) -> None:
 
     config = Config(args.host, args.port, args.data_dir, args.spark_master, password,
                     args.metrics_port, args.tls_cert, args.tls_key, args.require_tls, args.users_file,
-                    spark_conf=spark_conf,
+                    spark_conf=spark_conf, subscribe_buffer_bytes=args.subscribe_buffer_bytes,
+                    subscribe_stall_timeout=args.subscribe_stall_timeout,
                     **({"kafka_spark_reads": args.kafka_spark_reads} if "kafka_spark_reads" in args else {}))
     try:
         import uvloop

@@ -35,6 +35,7 @@ from planner.params import infer_types
 from planner.parser import parse, parse_one
 from planner.types import SqlType
 from server import metrics, values
+from server.copy_out import copy_text
 from server.protocol import messages as m
 from server.protocol.scram import ScramError, ScramServer
 from server.session import Outcome, Session
@@ -43,6 +44,9 @@ from server.settings import Settings
 log = logging.getLogger("sparkwire.connection")
 
 ROWS_PER_WRITE = 8192
+# A streaming SUBSCRIBE takes at most about this much of its buffer per socket write, and
+# waits for the socket to drain before taking more: the encoded copy stays small.
+BYTES_PER_WRITE = 1 << 20
 
 
 @dataclass
@@ -205,6 +209,7 @@ class Connection:
         settings = Settings(msg.params)
         self.session = Session(self.server.coordinator, user, database, settings, self.pid)
         self.session.on_overflow = self._overflow
+        self.session.subscribe_limits = self.server.subscribe_limits
         self.session.deallocate = self._deallocate_statement
         self.session.server_sources = self.server.sources
         self.server.sessions[self.pid] = self
@@ -351,20 +356,23 @@ class Connection:
         self.send(m.copy_out_response(0, [0] * len(types)))
         count = 0
         if outcome.stream is None:
-            for row in _table_rows(outcome.table):
-                self.send(m.copy_data(copy_line(types, row)))
-                count += 1
+            table = outcome.table
+            for start in range(0, table.num_rows, ROWS_PER_WRITE):
+                self.send(copy_text(types, table.slice(start, ROWS_PER_WRITE)))
+                await self.flush()
+            count = table.num_rows
         else:
             sub = outcome.stream
             try:
                 while True:
                     await self.session._wait_for_rows(sub, None)
-                    rows = sub.take(None)
-                    if rows:
-                        self.send(b"".join(m.copy_data(copy_line(types, r)) for r in rows))
-                        count += len(rows)
+                    tables = sub.take(None, BYTES_PER_WRITE)
+                    if tables:
+                        for table in tables:
+                            self.send(copy_text(types, table))
+                            count += table.num_rows
                         await self.flush()
-                    if sub.error is not None and not sub.buffer:
+                    if sub.error is not None and not sub.buffered:
                         raise sub.error
                     if sub.drained:
                         break
@@ -374,23 +382,28 @@ class Connection:
         self.send(m.command_complete(f"COPY {count}" if outcome.tag == "COPY" else "SUBSCRIBE"))
 
     async def _send_stream_rows(self, portal: Portal, max_rows: int) -> bool:
-        """Execute on a SUBSCRIBE portal: DataRows as they come; True when it ended."""
+        """Execute on a SUBSCRIBE portal; True when the subscription ended.
+
+        Without a row limit, DataRows stream for as long as the subscription runs. With
+        one, Execute returns as soon as any rows are ready (up to the limit) and the
+        portal is suspended, as Materialize does: a driver's cursor.fetch(5) gets what
+        there is rather than waiting for five rows that may never come."""
         sub = portal.outcome.stream
         types = portal.outcome.types
-        sent = 0
-        while max_rows <= 0 or sent < max_rows:
+        while True:
             await self.session._wait_for_rows(sub, None)
-            rows = sub.take(None if max_rows <= 0 else max_rows - sent)
-            if rows:
-                self.send(values.encode_rows(_row_columns(types, rows, portal.result_formats), len(rows)))
-                sent += len(rows)
-                portal.sent += len(rows)
+            tables = sub.take(None if max_rows <= 0 else max_rows, BYTES_PER_WRITE)
+            for table in tables:
+                await self._send_rows(table, types, portal.result_formats, 0, table.num_rows)
+                portal.sent += table.num_rows
+            if tables:
                 await self.flush()
-            if sub.error is not None and not sub.buffer:
+            if sub.error is not None and not sub.buffered:
                 raise sub.error
             if sub.drained:
                 return True
-        return False
+            if max_rows > 0 and tables:
+                return False
 
     def _overflow(self) -> None:
         """A subscriber stopped reading: tell it, if the socket still takes data, and hang up."""
@@ -475,10 +488,16 @@ class Connection:
             formats: tuple[int, ...] = ()
         else:
             portal = self.portals.get(msg.name)
-            if portal is None:
+            cursor = self.session.cursors.get(msg.name) if portal is None else None
+            if cursor is not None:
+                # A cursor DECLAREd in SQL is a portal too, as in PostgreSQL: psycopg's
+                # server-side cursors describe it after DECLARE.
+                shape, formats = (cursor.names, cursor.types), ()
+            elif portal is None:
                 raise SqlError(INVALID_CURSOR_NAME, f'portal "{msg.name}" does not exist')
-            shape = await self.session.describe(portal.prepared.parsed, portal.prepared.param_types)
-            formats = portal.result_formats
+            else:
+                shape = await self.session.describe(portal.prepared.parsed, portal.prepared.param_types)
+                formats = portal.result_formats
         if shape is None:
             self.send(m.no_data())
         else:
@@ -575,33 +594,6 @@ class Connection:
 def _close_portal(portal: Portal | None) -> None:
     if portal is not None and portal.outcome is not None and portal.outcome.stream is not None:
         portal.outcome.stream.close()
-
-
-def _table_rows(table: pa.Table) -> list[tuple]:
-    columns = [c.to_pylist() for c in table.columns]
-    return list(zip(*columns)) if columns else []
-
-
-def _row_columns(types: list[SqlType], rows: list[tuple], formats: tuple[int, ...]) -> list[list[bytes | None]]:
-    columns = []
-    for i, t in enumerate(types):
-        encode = values.encode_binary if _format(formats, i) == 1 else values.encode_text
-        columns.append([None if r[i] is None else encode(t, r[i]) for r in rows])
-    return columns
-
-
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-
-
-def copy_line(types: list[SqlType], row: tuple) -> bytes:
-    """One row in COPY's text format: tab-separated, \\N for NULL, backslash escapes."""
-    fields = []
-    for t, v in zip(types, row):
-        if v is None:
-            fields.append("\\N")
-        else:
-            fields.append(values.encode_text(t, v).decode().translate(_COPY_ESCAPES))
-    return ("\t".join(fields) + "\n").encode()
 
 
 def _format(formats: tuple[int, ...], i: int) -> int:

@@ -144,8 +144,20 @@ SUBSCRIPTIONS = REGISTRY.counter("sparkwire_subscriptions_total",
 ACTIVE_SUBSCRIPTIONS = REGISTRY.gauge("sparkwire_active_subscriptions",
                                       "SUBSCRIBEs running now, by output mode.")
 BATCH_SECONDS = REGISTRY.histogram("sparkwire_subscribe_batch_seconds",
-                                   "Time to compute one SUBSCRIBE micro-batch, by strategy.")
+                                   "Time to compute one SUBSCRIBE micro-batch (a snapshot, a catch-up "
+                                   "from storage, or a batch of commits), by strategy; time spent "
+                                   "waiting for the client to read is left out.")
 ROWS_SENT = REGISTRY.counter("sparkwire_subscribe_rows_total", "Rows emitted by SUBSCRIBEs.")
+# Label `subscription` is the id mz_internal.mz_subscriptions shows (s<n>); a series goes
+# away with its subscription.
+SUBSCRIBE_BUFFERED_BYTES = REGISTRY.gauge("sparkwire_subscribe_buffered_bytes",
+                                          "Output a SUBSCRIBE's client has not read yet, in bytes.")
+SUBSCRIBE_BUFFERED_ROWS = REGISTRY.gauge("sparkwire_subscribe_buffered_rows",
+                                         "Output rows a SUBSCRIBE's client has not read yet.")
+SUBSCRIBE_LAG_DISCONNECTS = REGISTRY.counter(
+    "sparkwire_subscribe_lag_disconnects_total",
+    "SUBSCRIBE clients disconnected because they read nothing for --subscribe-stall-timeout "
+    "while their buffer was full.")
 # Sources: label `source` is the source's name, `table` the table it feeds. Lag is
 # what the upstream has that is not yet durable here, in the upstream's own unit:
 # bytes of WAL for PostgreSQL, messages for Kafka (label `unit`).

@@ -36,12 +36,12 @@ from planner.errors import (
 from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
-from server import copy_format, copy_load, metrics, roles, sources, writes
+from server import copy_format, copy_load, metrics, roles, sources, subscribe_output, writes
 from server.catalog import Column, Item
 from server.coordinator import VERSION_STRING, Coordinator, Overlay
 from server.copy_format import CopyOptions
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
-from server.subscribe import Subscription
+from server.subscribe import SubscribeLimits, Subscription
 
 log = logging.getLogger("sparkwire.session")
 
@@ -134,6 +134,7 @@ class Session:
         self.cursors: dict[str, Cursor] = {}
         self.server_sources = None  # the server's SourceManager, set by the connection
         self.on_overflow: Callable[[], None] | None = None  # set by the connection
+        self.subscribe_limits = SubscribeLimits()  # set by the connection, from the server's options
         # Drops a protocol-level prepared statement (None: all); False if it does not exist.
         self.deallocate: Callable[[str | None], bool] = lambda name: True  # set by the connection
 
@@ -610,7 +611,8 @@ class Session:
             raise SqlError(FEATURE_NOT_SUPPORTED,
                            f"{flag[1]} is not enabled: the system flag {flag[0]} is off",
                            hint=f"Enable it with ALTER SYSTEM SET {flag[0]} = on.")
-        return Subscription(self.coord, stmt, self._context(), self.user, self.on_overflow)
+        return Subscription(self.coord, stmt, self._context(), self.user, self.on_overflow,
+                            self.subscribe_limits)
 
     async def _start_subscription(self, stmt: ss.Subscribe) -> Subscription:
         sub = self._subscription(stmt)
@@ -711,11 +713,14 @@ class Session:
             cursor.offset = stop
             return Outcome(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
         sub = cursor.subscription
+        if stmt.count == 0:  # FETCH 0: the columns, at once (as Materialize answers it)
+            return Outcome("FETCH 0", cursor.names, cursor.types, _no_rows(len(cursor.names)))
         await self._wait_for_rows(sub, stmt.timeout)
-        if sub.error is not None and not sub.buffer:
+        if sub.error is not None and not sub.buffered:
             raise sub.error
-        rows = sub.take(stmt.count)
-        return rows_outcome(cursor.names, rows, cursor.types, tag=f"FETCH {len(rows)}")
+        tables = sub.take(stmt.count)
+        table = subscribe_output.concat(tables) if tables else _no_rows(len(cursor.names))
+        return Outcome(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
 
     async def _wait_for_rows(self, sub: Subscription, timeout: float | None) -> None:
         """Wait for a subscription's rows, giving way to a cancel request."""
@@ -746,6 +751,10 @@ _FLAGS = {
     "upsert": ("enable_envelope_upsert_in_subscribe", "SUBSCRIBE ... ENVELOPE UPSERT"),
     "debezium": ("enable_envelope_debezium_in_subscribe", "SUBSCRIBE ... ENVELOPE DEBEZIUM"),
 }
+
+
+def _no_rows(width: int) -> pa.Table:
+    return pa.Table.from_arrays([pa.nulls(0) for _ in range(width)], names=[f"c{i}" for i in range(width)])
 
 
 def _needs_spark(node: exp.Expression) -> bool:

@@ -1,114 +1,178 @@
-"""A running SUBSCRIBE: its dataflow, its state, and the buffer its client reads.
+"""A running SUBSCRIBE: its dataflow, its state, and the output its client reads.
 
-A subscription registers with the coordinator, takes its snapshot at `as_of`,
-and from then on is woken by commits and by the advancing frontier. Each
-wake-up is one micro-batch: the updates of every timestamp that became complete
-are processed by Spark in one job, consolidated per timestamp, shaped by the
-output formatter, and appended to a bounded buffer. Spark is only asked to work
-when an input changed; an idle system costs nothing but progress rows.
+A subscription registers with the coordinator and runs as one task: it sends the
+snapshot at `as_of`, and from then on is woken by commits and by the advancing
+frontier. Each wake-up is one micro-batch: the updates of every timestamp that became
+complete are processed by Spark in one job, consolidated per timestamp, shaped by the
+output formatter, and put into the subscription's output buffer. Spark is only asked to
+work when an input changed; an idle system costs nothing but progress rows.
+
+Memory is bounded by what the client has not read, never by the size of a snapshot or a
+batch:
+
+- the output buffer holds at most a budget of unread bytes (`SubscribeLimits`); while it
+  is full the task waits, so a client that stops reading holds back its own subscription
+  and nothing else (or, with a stall timeout, is disconnected with 53400);
+- a snapshot or batch of more than `SPILL_ROWS` updates of a linear query is not
+  collected: Spark spills its result, and consolidated rows are read back chunk by chunk
+  (spark_backend.spill), as fast as the client reads;
+- commits that arrive while the task is held back are kept only up to `PENDING_ROWS`
+  updates; past that the subscription lets go of them and, once its client reads again,
+  reads the updates after its frontier from storage (its read hold keeps them there).
+
+Python work over the data (state of joins and aggregates, consolidation, formatting)
+runs on worker threads: the event loop only moves finished tables.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import decimal
 import itertools
 import logging
+import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from planner.dataflow import DIFF as DELTA_DIFF
-from planner.dataflow import TS as DELTA_TS
-from planner.dataflow import AggregatePlan, DataflowPlan, plan_dataflow
-from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
+from planner.dataflow import DataflowPlan, plan_dataflow
+from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, UNDEFINED_TABLE, SqlError
 from planner.subscribe_syntax import Subscribe
 from planner.translate import SessionContext, resolve_tree
-from planner.types import SqlType
+from planner.types import row_key
 from server import metrics
-from server.subscribe_format import OutputPlan, format_timestamp, plan_output, progress_row
+from server import subscribe_output as output
+from server.subscribe_buffer import DEFAULT_BUDGET, OutputBuffer, Stalled
+from server.subscribe_format import OutputPlan, format_timestamp, plan_output
+from server.subscribe_state import (
+    AggregateState,
+    Changes,
+    JoinState,
+    Multiset,
+    consolidate,
+    difference,
+    multiset,
+)
 from spark_backend import dataflow as sparkflow
+from spark_backend import spill as spilling
+from spark_backend.schema import arrow_type
 
 log = logging.getLogger("sparkwire.subscribe")
 
-MAX_BUFFERED_ROWS = 100_000  # per subscription; past it the client is disconnected
 MAX_FUTURE_MS = 60_000  # AS OF at most this far past the current frontier
 BUFFER_FULL = "53400"
+# A linear snapshot or batch of more input updates than this is spilled by Spark and read
+# back in chunks rather than collected (a spill costs a Parquet write: ~0.2 s at least).
+SPILL_ROWS = 50_000
+# Updates from commits a held-back subscription keeps; past this it rereads storage later.
+PENDING_ROWS = 100_000
+OUTPUT_CHUNK_ROWS = 65_536  # rows per output table the Python strategies hand the buffer
 
+# Python work of every subscription (state, consolidation, formatting): off the event loop.
+_WORK = ThreadPoolExecutor(max_workers=4, thread_name_prefix="subscribe")
 _ids = itertools.count(1)
 
 
-@dataclass
-class GroupState:
-    n: int = 0  # rows in the group
-    counts: dict[int, int] = field(default_factory=dict)  # agg → non-NULL inputs
-    sums: dict[int, object] = field(default_factory=dict)  # agg → sum of inputs
-    values: dict[int, collections.Counter] = field(default_factory=dict)  # min/max → multiset
+@dataclass(frozen=True)
+class SubscribeLimits:
+    """Per-subscription limits: --subscribe-buffer-bytes and --subscribe-stall-timeout."""
+
+    buffer_bytes: int = DEFAULT_BUDGET
+    stall_timeout: float | None = None  # seconds; None: a client may stop reading for ever
 
 
 class Subscription:
     """One SUBSCRIBE's dataflow; rows leave through `take` / `wait`."""
 
     def __init__(self, coord, stmt: Subscribe, ctx: SessionContext, user: str = "materialize",
-                 on_overflow: Callable[[], None] | None = None) -> None:
+                 on_overflow: Callable[[], None] | None = None, limits: SubscribeLimits | None = None) -> None:
         self.id = next(_ids)
         self.coord = coord
         self.stmt = stmt
         self.ctx = ctx
         self.user = user
         self.on_overflow = on_overflow
+        self.limits = limits or SubscribeLimits()
         self.created_at = time.time()
-        self.buffer: collections.deque[tuple] = collections.deque()
-        self.changed = asyncio.Event()
+        self.out = OutputBuffer(self.limits.buffer_bytes, self.limits.stall_timeout, label=f"s{self.id}")
         self._wake = asyncio.Event()
         self._pending: list[tuple[int, dict[str, pa.Table]]] = []
+        self._pending_rows = 0
+        self._let_go = False  # pending updates were dropped: reread storage after the frontier
         self.error: SqlError | None = None
-        self.finished = False
+        self.finished = False  # nothing more will be put into `out`
         self.rows_sent = 0
         self._task: asyncio.Task | None = None
         self._listening_from = 0
         self.frontier = 0
         self._last_progress = -1
-        self._previous: collections.Counter | None = None  # recompute: last result
-        self._groups: dict[tuple, GroupState] = {}  # aggregate: state per group
-        # join: each side's rows per join key, as row → multiplicity
-        self._sides: tuple[dict, dict] = ({}, {})
-        self._side_schemas: tuple[pa.Schema | None, pa.Schema | None] = (None, None)
+        self._group: str | None = None  # Spark job group of the dataflow's jobs
+        self._in_spark = 0  # Spark calls of this dataflow running now (close() cancels them)
+        self._waited = 0.0  # seconds spent waiting for room in the buffer
+        self._previous = Multiset()  # recompute: the last result
+        self._aggregate: AggregateState | None = None
+        self._join: JoinState | None = None
+        self._spills: list[spilling.Spill] = []  # being read back now
+        # Set once the snapshot's first rows are buffered (or it has none, or failed): start()
+        # returns then, so DECLARE, COPY and a bare SUBSCRIBE report a snapshot's error
+        # themselves, and a first FETCH finds a small snapshot whole.
+        self._started = asyncio.Event()
+        self._in_snapshot = True
 
     # -- planning ------------------------------------------------------------------
     def plan(self) -> None:
         """Resolve names and choose the dataflow; no Spark work."""
+        from sqlglot import exp
+
         views: dict = {}
+        read: dict[str, str] = {}  # every catalog item the query reads (views too): id → name
         if self.stmt.query is not None:
             query = self.stmt.query
         else:
-            from sqlglot import exp
-
-            self.coord.catalog.require(self.stmt.relation)
+            if self.coord.catalog.get(self.stmt.relation) is None:
+                raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{self.stmt.relation}'")
             # A Table node (not a bare Identifier), so name resolution sees the relation.
             query = exp.select("*").from_(exp.Table(this=exp.to_identifier(self.stmt.relation, quoted=True)))
-        tree = resolve_tree(query, self.coord.resolver(views), self.ctx)
+        resolver = self.coord.resolver(views)
+
+        def resolve(name: str):
+            source = resolver(name)
+            item = self.coord.catalog.get(name) if "." not in name else None
+            if source is not None and item is not None:
+                read[item.id] = item.name
+            return source
+
+        try:
+            tree = resolve_tree(query, resolve, self.ctx)
+        except SqlError as err:
+            # Materialize's wording for a relation it does not know.
+            if err.sqlstate == UNDEFINED_TABLE and err.message.startswith('relation "'):
+                name = err.message.split('"')[1]
+                raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{name}'") from None
+            raise
         if any(cid.startswith("system:") for cid in views):  # computed per query, no changelog
             raise SqlError(FEATURE_NOT_SUPPORTED, "SUBSCRIBE to a system relation is not supported")
         self.inputs = [sparkflow.Input(cid, spark_name, item.column_names, item.column_types)
                        for cid, (spark_name, item) in views.items()]
         self.input_ids = {rel.collection_id for rel in self.inputs}
         self.views = views
+        self.reads = read
         self.dataflow: DataflowPlan = plan_dataflow(tree)
 
     async def describe(self) -> OutputPlan:
         shape = await self.coord.query(self.dataflow.full_sql, self.views, self.coord.read_ts(),
                                        describe_only=True)
         self.names, self.types = shape.names, shape.types
+        self.relation_types = [arrow_type(t) for t in shape.types]
         self.output = plan_output(self.stmt.output, shape.names, shape.types, self.stmt.progress)
         return self.output
 
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> None:
-        """Check times, take the snapshot, and start following commits."""
+        """Check times, start following commits, and start the dataflow: returns once the
+        snapshot's first rows are buffered (a large snapshot keeps streaming after)."""
         if not hasattr(self, "dataflow"):
             self.plan()
         if not hasattr(self, "output"):
@@ -118,7 +182,8 @@ class Subscription:
         up_to = self.stmt.up_to
         if up_to is not None and up_to < as_of:
             raise SqlError(INVALID_PARAMETER_VALUE,
-                           f"UP TO ({up_to}) must be at least AS OF ({as_of})")
+                           f'subscription lower ("as of") bound is beyond its upper ("up to") bound: '
+                           f"{up_to} < {as_of}")
         if as_of > self.coord.frontier + MAX_FUTURE_MS:
             raise SqlError(INVALID_PARAMETER_VALUE,
                            f"AS OF {as_of} is too far in the future: the latest complete timestamp is "
@@ -128,25 +193,32 @@ class Subscription:
             if self.stmt.as_of_at_least:
                 as_of = since
             else:
-                raise SqlError("22000",
-                               f"AS OF {as_of} is not valid: history before {since} has been compacted; "
-                               f"valid timestamps are {since} to {self.coord.frontier - 1}")
+                raise SqlError("22000", f"Timestamp ({as_of}) is not valid for all inputs: "
+                                        f"[Antichain {{ elements: [{since}] }}]",
+                               detail=f"History before {since} has been compacted; valid timestamps are "
+                                      f"{since} to {self.coord.frontier - 1}.",
+                               hint="Use AS OF AT LEAST to start at the earliest valid timestamp.")
         while as_of >= self.coord.frontier:  # AS OF slightly in the future: wait for it
             await asyncio.sleep(0.05)
+        if self.dataflow.aggregate is not None:
+            self._aggregate = AggregateState(self.dataflow.aggregate, self.types, await self._float_args())
+        if self.dataflow.join is not None:
+            self._join = JoinState(self.dataflow.join)
         self.as_of = as_of
         # Listen before reading, so no commit falls between snapshot and stream.
         self._listening_from = self.coord.read_ts()
         self.coord.listeners.add(self)
         self.coord.read_holds[self] = as_of
+        self._group = self.coord.engine.new_group()
+        self._task = asyncio.get_running_loop().create_task(self._run())
         try:
-            await self._snapshot()
-            if self._listening_from > as_of:
-                await self._load_history(as_of, self._listening_from)
+            await self._started.wait()
         except BaseException:
             self.close()
             raise
-        self.frontier = max(as_of + 1, 0)
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        if self.error is not None and self.finished:
+            self.close()
+            raise self.error
         self._counted = True
         metrics.SUBSCRIPTIONS.inc(output_mode=self.stmt.output.label)
         metrics.ACTIVE_SUBSCRIPTIONS.inc(output_mode=self.stmt.output.label)
@@ -154,27 +226,44 @@ class Subscription:
             "event": "subscribe_start", "subscription": self.id, "strategy": self.dataflow.strategy,
             "output_mode": self.stmt.output.label, "as_of": as_of})
 
+    async def _float_args(self) -> set[int]:
+        """The sum/avg aggregates whose argument is a float (kept as exact sums)."""
+        agg = self.dataflow.aggregate
+        if not agg.float_sql:
+            return set()
+        [schema] = await self.coord.engine.run(sparkflow.describe, self.inputs, [agg.partial_sql])
+        return {j for j in agg.float_sql if pa.types.is_floating(schema.field(f"__s{j}").type)}
+
     def close(self) -> None:
         """Stop the dataflow and forget it; safe to call more than once."""
         self.coord.listeners.discard(self)
         self.coord.read_holds.pop(self, None)
         if self._task is not None and not self._task.done() and self._task is not asyncio.current_task():
             self._task.cancel()
+            if self._in_spark:
+                self.coord.engine.cancel(self._group)  # a spill or snapshot job in flight
+        self.out.discard()
         if getattr(self, "_counted", False):
             self._counted = False
             metrics.ACTIVE_SUBSCRIPTIONS.dec(output_mode=self.stmt.output.label)
             log.info("subscription ended", extra={"event": "subscribe_end", "subscription": self.id,
                                                   "rows_sent": self.rows_sent})
         self.finished = True
-        self.changed.set()
 
     # -- coordinator callbacks ---------------------------------------------------------
     def on_commit(self, ts: int, updates: dict[str, pa.Table]) -> None:
         if ts <= self._listening_from:
             return  # already part of the snapshot or the history read
-        mine = {cid: t for cid, t in updates.items() if cid in self.input_ids}
-        if mine:
-            self._pending.append((ts, mine))
+        if not self._let_go:
+            mine = {cid: t for cid, t in updates.items() if cid in self.input_ids}
+            if mine:
+                self._pending.append((ts, mine))
+                self._pending_rows += sum(t.num_rows for t in mine.values())
+                if self._pending_rows > PENDING_ROWS:
+                    # Held back (or far behind): storage has these too; read them from there.
+                    self._pending.clear()
+                    self._pending_rows = 0
+                    self._let_go = True
         self._wake.set()
 
     def on_frontier(self) -> None:
@@ -183,22 +272,44 @@ class Subscription:
     # -- the dataflow -------------------------------------------------------------------
     async def _run(self) -> None:
         try:
-            self._emit_progress(self.frontier)
-            while not self.finished:
+            if self.stmt.progress:
+                # Materialize: "the first update emitted by the SUBSCRIBE is guaranteed to be a
+                # progress message indicating the subscribe's AS OF timestamp".
+                await self._emit_progress(self.as_of)
+            await self._timed(self._snapshot())
+            self._in_snapshot = False
+            self._started.set()
+            if self._listening_from > self.as_of:
+                await self._timed(self._catch_up(self.as_of, self._listening_from))
+            self.frontier = max(self.as_of, self._listening_from) + 1
+            while True:
+                await self._emit_progress(self.frontier)
+                if self.stmt.up_to is not None and self.frontier >= self.stmt.up_to:
+                    return
                 await self._wake.wait()
                 self._wake.clear()
+                self._check_inputs()
                 frontier = self.coord.frontier
-                pending, self._pending = self._pending, []
+                if self._let_go:
+                    self._let_go = False
+                    upto = self.coord.read_ts()
+                    self._listening_from = upto
+                    self._pending.clear()
+                    self._pending_rows = 0
+                    await self._timed(self._catch_up(self.frontier - 1, upto))
+                pending, self._pending, self._pending_rows = self._pending, [], 0
                 if pending:
-                    await self._process(pending)
+                    await self._timed(self._process(pending))
                 self.frontier = max(self.frontier, frontier)
                 self.coord.read_holds[self] = self.frontier - 1
-                self._emit_progress(self.frontier)
-                if self.stmt.up_to is not None and self.frontier >= self.stmt.up_to:
-                    self.finished = True
-                    self.changed.set()
         except asyncio.CancelledError:
             raise
+        except Stalled:
+            metrics.SUBSCRIBE_LAG_DISCONNECTS.inc()
+            self._fail(SqlError(BUFFER_FULL, f"subscription buffer full: the client read nothing for "
+                                             f"{self.limits.stall_timeout:g} s; closing the connection"))
+            if self.on_overflow is not None:
+                self.on_overflow()
         except SqlError as err:
             self._fail(err)
         except Exception as exc:
@@ -207,221 +318,203 @@ class Subscription:
         finally:
             self.coord.listeners.discard(self)
             self.coord.read_holds.pop(self, None)
+            self._remove_spills()
+            self.finished = True
+            self.out.close()
+            self._started.set()
 
     def _fail(self, err: SqlError) -> None:
         self.error = err
         self.finished = True
-        self.changed.set()
+        self.out.close()
 
+    def _check_inputs(self) -> None:
+        """A relation the query reads was dropped: the subscription ends, as in Materialize."""
+        for item_id, name in self.reads.items():
+            if item_id not in self.coord.catalog.items:
+                raise SqlError(UNDEFINED_TABLE, f'subscribe has been terminated because underlying relation '
+                                                f'"materialize.public.{name}" was dropped')
+
+    async def _timed(self, work) -> None:
+        """Run one micro-batch; its time, less what it spent waiting for the client to read."""
+        started, waited = time.perf_counter(), self._waited
+        try:
+            await work
+        finally:
+            seconds = time.perf_counter() - started - (self._waited - waited)
+            metrics.BATCH_SECONDS.observe(max(0.0, seconds), strategy=self.dataflow.strategy)
+
+    async def _spark(self, fn, *args):
+        self._in_spark += 1
+        try:
+            return await self.coord.engine.run(fn, *args, group=self._group)
+        finally:
+            self._in_spark -= 1
+
+    async def _query(self, ts: int):
+        """The query's whole result at `ts` (recompute)."""
+        self._in_spark += 1
+        try:
+            return await self.coord.query(self.dataflow.full_sql, self.views, ts, group=self._group)
+        finally:
+            self._in_spark -= 1
+
+    @staticmethod
+    async def _off_loop(fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(_WORK, fn, *args)
+
+    # -- snapshot, batches, history -------------------------------------------------------
     async def _snapshot(self) -> None:
-        strategy = self.dataflow.strategy
-        if strategy == "recompute":
-            result = await self._recompute(self.as_of)
-            self._previous = result
-            updates = list(result.items())
-        elif strategy == "linear":
-            [table] = await self.coord.engine.run(sparkflow.run_over_snapshot, self.coord.store,
-                                                  self.inputs, self.as_of, [self.dataflow.delta_sql])
-            updates = _consolidate(table).get(self.as_of, [])
-        elif strategy == "join":
-            join = self.dataflow.join
-            sides = await self.coord.engine.run(sparkflow.run_over_snapshot, self.coord.store,
-                                                self.inputs, self.as_of, [join.left_sql, join.right_sql])
-            updates = (await self._join_batch(sides)).get(self.as_of, [])
-        else:
-            tables = await self.coord.engine.run(sparkflow.run_over_snapshot, self.coord.store,
-                                                 self.inputs, self.as_of, self._aggregate_sqls())
-            per_ts = self._fold_aggregates(tables)
-            updates = per_ts.get(self.as_of, [])
-            if self.dataflow.aggregate.is_global and not updates:
-                updates = [(self._global_empty_row(), 1)]
-                self._groups.setdefault((), GroupState())
-        if self.stmt.snapshot:
-            self._emit(self.as_of, updates)
-
-    async def _load_history(self, after: int, upto: int) -> None:
-        """Updates between AS OF and the moment we started listening, from storage."""
-        tables = {}
-        for rel in self.inputs:
-            tables[rel.collection_id] = await self.coord.engine.run(
-                sparkflow.history, self.coord.store, rel, after, upto)
-            since = self.coord.store.files(rel.collection_id, upto)[1]
-            if since > after:  # compacted while we read: the history may have lost retractions
-                raise SqlError("22000", f"AS OF {after} is not valid: history before {since} was "
-                                        f"compacted while the SUBSCRIBE started; retry")
-        by_ts: dict[int, dict[str, pa.Table]] = {}
-        for cid, table in tables.items():
-            if table.num_rows == 0:
-                continue
-            ts_col = table.column("mz_timestamp").to_pylist()
-            for ts in sorted(set(ts_col)):
-                mask = pa.array([t == ts for t in ts_col])
-                by_ts.setdefault(ts, {})[cid] = table.filter(mask)
-        self._pending = sorted(by_ts.items()) + self._pending
-        self._wake.set()
+        await self._step(sparkflow.Snapshot(self.as_of), snapshot=True)
 
     async def _process(self, pending: list[tuple[int, dict[str, pa.Table]]]) -> None:
-        started = time.perf_counter()
-        try:
-            await self._process_batch(pending)
-        finally:
-            metrics.BATCH_SECONDS.observe(time.perf_counter() - started, strategy=self.dataflow.strategy)
-
-    async def _process_batch(self, pending: list[tuple[int, dict[str, pa.Table]]]) -> None:
-        strategy = self.dataflow.strategy
-        if strategy == "recompute":
-            for ts, _ in pending:
-                result = await self._recompute(ts)
-                diff = collections.Counter(result)
-                diff.subtract(self._previous)
-                self._previous = result
-                self._emit(ts, [(row, n) for row, n in diff.items() if n])
+        if self.dataflow.strategy == "recompute":
+            for ts in sorted({ts for ts, _ in pending}):
+                await self._recompute(ts)
             return
         merged: dict[str, list[pa.Table]] = {}
         for _, updates in pending:
             for cid, table in updates.items():
                 merged.setdefault(cid, []).append(table)
         batch = {cid: pa.concat_tables(ts) for cid, ts in merged.items()}
-        if strategy == "linear":
-            sqls = [self.dataflow.delta_sql]
-        elif strategy == "join":
-            sqls = [self.dataflow.join.left_sql, self.dataflow.join.right_sql]
+        await self._step(sparkflow.Batch(batch))
+
+    async def _catch_up(self, after: int, upto: int) -> None:
+        """The updates after `after` up to `upto`, from storage."""
+        source = sparkflow.History(after, upto)
+        if self.dataflow.strategy == "recompute":
+            for ts in await self._spark(sparkflow.timestamps, self.coord.store, self.inputs, source):
+                await self._recompute(ts)
+            return
+        await self._step(source)
+
+    async def _step(self, source: sparkflow.Source, snapshot: bool = False) -> None:
+        """Run one source through the dataflow and emit what changed (a snapshot's output
+        only WITH (SNAPSHOT), though its state is built either way)."""
+        strategy = self.dataflow.strategy
+        emit = self.stmt.snapshot or not snapshot
+        store = self.coord.store
+        if strategy == "recompute":
+            result = await self._query(self.as_of)
+            self._previous = await self._off_loop(multiset, result.table)
+            if emit:
+                await self._emit_changes({self.as_of: self._previous.items()})
+        elif strategy == "linear":
+            if emit:
+                await self._linear(source)
+        elif strategy == "aggregate":
+            state = self._aggregate
+            tables = await self._spark(sparkflow.run, store, self.inputs, source, state.sqls())
+            changes = await self._off_loop(state.apply, tables)
+            if snapshot:
+                extra = await self._off_loop(state.empty_global)
+                if extra:
+                    changes = {self.as_of: changes.get(self.as_of, []) + extra}
+            if emit:
+                await self._emit_changes(changes)
         else:
-            sqls = self._aggregate_sqls()
-        tables = await self.coord.engine.run(sparkflow.run_over_updates, self.inputs, batch, sqls)
-        if strategy == "linear":
-            per_ts = _consolidate(tables[0])
-        elif strategy == "join":
-            per_ts = await self._join_batch(tables)
-        else:
-            per_ts = self._fold_aggregates(tables)
-        for ts in sorted(per_ts):
-            self._emit(ts, per_ts[ts])
+            state = self._join
+            sides = await self._spark(sparkflow.run, store, self.inputs, source, state.sqls())
+            joined = await self._off_loop(state.apply, sides)
+            if joined is not None and emit:
+                shaped = await self._spark(sparkflow.run_over_table, "__sw_joined", joined, state.plan.post_sql)
+                await self._emit_changes(await self._off_loop(consolidate, shaped))
 
-    async def _recompute(self, ts: int) -> collections.Counter:
-        result = await self.coord.query(self.dataflow.full_sql, self.views, ts)
-        return collections.Counter(_rows(result.table))
+    async def _linear(self, source: sparkflow.Source) -> None:
+        store = self.coord.store
+        if sparkflow.estimated_rows(store, self.inputs, source) > SPILL_ROWS:
+            spilled = await self._spark(sparkflow.spill_delta, store, self.inputs, source,
+                                        self.dataflow.delta_sql, self._spill_order(), f"s{self.id}")
+            if spilled is not None:
+                await self._emit_spill(spilled)
+                return
+        [table] = await self._spark(sparkflow.run, store, self.inputs, source, [self.dataflow.delta_sql])
+        await self._emit_changes(await self._off_loop(consolidate, table))
 
-    # -- joins ---------------------------------------------------------------------
-    async def _join_batch(self, sides: list[pa.Table]) -> dict[int, list[tuple[tuple, int]]]:
-        """ΔL ⋈ R + L' ⋈ ΔR per timestamp against the kept state, shaped by Spark."""
-        join = self.dataflow.join
-        left_schema = self._side_schema(0, sides[0], join.left_columns)
-        right_schema = self._side_schema(1, sides[1], join.right_columns)
-        deltas = [_side_updates(sides[0], len(join.left_columns), join.key_count),
-                  _side_updates(sides[1], len(join.right_columns), join.key_count)]
-        joined: list[tuple] = []
-        for ts in sorted(set(deltas[0]) | set(deltas[1])):
-            for mine, other in ((0, 1), (1, 0)):
-                # Left first against the old right state; then the right against the new left.
-                state, opposite = self._sides[mine], self._sides[other]
-                for key, row, diff in deltas[mine].get(ts, []):
-                    if any(v is None for v in key):
-                        continue  # NULL never equals anything
-                    for other_row, n in opposite.get(key, {}).items():
-                        pair = (row, other_row) if mine == 0 else (other_row, row)
-                        joined.append((*pair[0], *pair[1], ts, diff * n))
-                    rows = state.setdefault(key, collections.Counter())
-                    rows[row] += diff
-                    if rows[row] == 0:
-                        del rows[row]
-                        if not rows:
-                            del state[key]
-        if not joined:
-            return {}
-        schema = pa.schema([*left_schema, *right_schema, pa.field(DELTA_TS, pa.int64()),
-                            pa.field(DELTA_DIFF, pa.int64())])
-        table = pa.Table.from_arrays([pa.array(list(col), f.type) for col, f in zip(zip(*joined), schema)],
-                                     schema=schema)
-        shaped = await self.coord.engine.run(sparkflow.run_over_table, "__sw_joined", table, join.post_sql)
-        return _consolidate(shaped)
-
-    def _side_schema(self, side: int, table: pa.Table, columns: tuple[str, ...]) -> pa.Schema:
-        known = self._side_schemas[side]
-        if known is None:
-            known = pa.schema([table.schema.field(c) for c in columns])
-            self._side_schemas = (known, self._side_schemas[1]) if side == 0 else (self._side_schemas[0], known)
-        return known
-
-    # -- aggregates -----------------------------------------------------------------
-    def _aggregate_sqls(self) -> list[str]:
-        agg: AggregatePlan = self.dataflow.aggregate
-        return [agg.partial_sql, *agg.extreme_sql.values()]
-
-    def _fold_aggregates(self, tables: list[pa.Table]) -> dict[int, list[tuple[tuple, int]]]:
-        """Apply partials to the per-group state; the changed output rows per timestamp."""
-        agg: AggregatePlan = self.dataflow.aggregate
-        k = agg.key_count
-        events: dict[int, dict[tuple, list]] = {}
-        for row in tables[0].to_pylist():
-            key = tuple(row[f"__k{i}"] for i in range(k))
-            events.setdefault(row[DELTA_TS], {}).setdefault(key, []).append(("partial", row))
-        for j, table in zip(agg.extreme_sql, tables[1:]):
-            for row in table.to_pylist():
-                key = tuple(row[f"__k{i}"] for i in range(k))
-                events.setdefault(row[DELTA_TS], {}).setdefault(key, []).append(("value", j, row))
-        out: dict[int, list[tuple[tuple, int]]] = {}
-        for ts in sorted(events):
-            changes: collections.Counter = collections.Counter()
-            for key, items in events[ts].items():
-                state = self._groups.get(key)
-                before = self._output_row(key, state) if state is not None and (state.n > 0 or agg.is_global) else None
-                if state is None:
-                    state = self._groups[key] = GroupState()
-                for item in items:
-                    if item[0] == "partial":
-                        self._apply_partial(state, item[1])
-                    else:
-                        _, j, row = item
-                        values = state.values.setdefault(j, collections.Counter())
-                        values[row["__v"]] += row["__n"]
-                        if values[row["__v"]] == 0:
-                            del values[row["__v"]]
-                after = self._output_row(key, state) if state.n > 0 or agg.is_global else None
-                if state.n == 0 and not agg.is_global:
-                    del self._groups[key]
-                if before is not None:
-                    changes[before] -= 1
-                if after is not None:
-                    changes[after] += 1
-            out[ts] = [(row, n) for row, n in changes.items() if n]
-        return out
-
-    def _apply_partial(self, state: GroupState, row: dict) -> None:
-        state.n += row["__n"]
-        for a in self.dataflow.aggregate.aggregates:
-            if a.kind in ("count", "sum", "avg"):
-                state.counts[a.index] = state.counts.get(a.index, 0) + row[f"__c{a.index}"]
-            if a.kind in ("sum", "avg"):
-                s = row[f"__s{a.index}"]
-                if s is not None:
-                    prev = state.sums.get(a.index)
-                    state.sums[a.index] = s if prev is None else prev + s
-
-    def _global_empty_row(self) -> tuple:
-        return self._output_row((), GroupState())
-
-    def _output_row(self, key: tuple, state: GroupState) -> tuple:
-        agg: AggregatePlan = self.dataflow.aggregate
-        out = []
-        for pos, (kind, i) in enumerate(agg.outputs):
-            if kind == "key":
-                out.append(key[i])
-                continue
-            a = agg.aggregates[i]
-            out.append(_aggregate_value(a.kind, state, i, self.types[pos]))
-        return tuple(out)
+    async def _recompute(self, ts: int) -> None:
+        result = await self._query(ts)
+        current = await self._off_loop(multiset, result.table)
+        changes = await self._off_loop(difference, current, self._previous)
+        self._previous = current
+        await self._emit_changes({ts: changes})
 
     # -- output -------------------------------------------------------------------
-    def _emit(self, ts: int, updates: list[tuple[tuple, int]]) -> None:
-        if self.stmt.up_to is not None and ts >= self.stmt.up_to:
-            return
-        if not updates:
-            return
-        rows = format_timestamp(self.output, ts, updates)
-        self._push(rows)
+    def _wanted(self, ts: int) -> bool:
+        return self.stmt.up_to is None or ts < self.stmt.up_to
 
-    def _emit_progress(self, frontier: int) -> None:
+    async def _emit_changes(self, changes: Changes) -> None:
+        """Python updates per timestamp, formatted off the event loop, into the buffer."""
+        for ts in sorted(changes):
+            if not self._wanted(ts) or not changes[ts]:
+                continue
+            for table in await self._off_loop(self._tables_of, ts, changes[ts]):
+                await self._put(table)
+
+    def _tables_of(self, ts: int, updates: list[tuple[tuple, int]]) -> list[pa.Table]:
+        rows = format_timestamp(self.output, ts, updates)
+        return [output.rows_table(self.output, rows[i:i + OUTPUT_CHUNK_ROWS], self.relation_types)
+                for i in range(0, len(rows), OUTPUT_CHUNK_ROWS)]
+
+    def _spill_order(self) -> tuple[spilling.SortKey, ...] | None:
+        """How Spark must order a spilled timestamp for the output modifier (None: plain
+        diffs, which need no order and are consolidated as they are read back)."""
+        plan = self.output
+        everything = [spilling.SortKey(i) for i in range(plan.relation_arity)] + [spilling.SortKey(None)]
+        if plan.kind == "order_by":
+            return tuple(spilling.SortKey(k.column, k.descending, k.nulls_first) for k in plan.sort) \
+                + tuple(everything)
+        if plan.kind in ("upsert", "debezium"):
+            return tuple(spilling.SortKey(i) for i in plan.key_indexes)
+        return None
+
+    async def _emit_spill(self, spilled: spilling.Spill) -> None:
+        """A spilled result, one timestamp at a time, a chunk at a time."""
+        self._spills.append(spilled)
+        try:
+            for ts in spilled.timestamps:
+                if not self._wanted(ts):
+                    break
+                chunks = self._spill_tables(spilled, ts)
+                while True:
+                    table = await self._off_loop(next, chunks, None)
+                    if table is None:
+                        break
+                    await self._put(table)
+        finally:
+            spilled.remove()
+            self._spills.remove(spilled)
+
+    def _spill_tables(self, spilled: spilling.Spill, ts: int) -> Iterator[pa.Table]:
+        width = spilled.width
+        if self.output.kind in ("diffs", "order_by"):
+            for chunk in spilled.consolidated(ts):
+                yield output.updates_table(self.output, ts, chunk.select(list(range(width))), chunk.column(width))
+            return
+        # Envelopes: rows come sorted by key; a key's rows may straddle two chunks, so the
+        # last key of each chunk waits for the next.
+        keys = self.output.key_indexes
+        carry: list[tuple[tuple, int]] = []
+        for chunk in spilled.consolidated(ts):
+            updates = carry + [(row[:-1], row[-1]) for row in output.python_rows(chunk)]
+            last = row_key(tuple(updates[-1][0][i] for i in keys))
+            cut = len(updates)
+            while cut > 0 and row_key(tuple(updates[cut - 1][0][i] for i in keys)) == last:
+                cut -= 1
+            carry = updates[cut:]
+            if cut:
+                yield from self._tables_of(ts, updates[:cut])
+        if carry:
+            yield from self._tables_of(ts, carry)
+
+    def _remove_spills(self) -> None:
+        for spilled in self._spills:
+            spilled.remove()
+        # A spill whose job finished after this task was cancelled is found by its name.
+        scratch = self.coord.store.scratch / "subscribe"
+        for path in scratch.glob(f"s{self.id}-*") if scratch.exists() else []:
+            shutil.rmtree(path, ignore_errors=True)
+
+    async def _emit_progress(self, frontier: int) -> None:
         if not self.stmt.progress or frontier <= self._last_progress:
             return
         if self.stmt.up_to is not None and frontier > self.stmt.up_to:
@@ -429,112 +522,34 @@ class Subscription:
             if frontier <= self._last_progress:
                 return
         self._last_progress = frontier
-        self._push([progress_row(self.output, frontier)])
+        await self.out.put(output.progress_table(self.output, frontier))
 
-    def _push(self, rows: list[tuple]) -> None:
-        if not rows:
-            return
-        if len(self.buffer) + len(rows) > MAX_BUFFERED_ROWS:
-            self._fail(SqlError(BUFFER_FULL, f"subscription buffer full: the client has not read "
-                                             f"{len(self.buffer)} rows; closing the connection"))
-            self.close()
-            if self.on_overflow is not None:
-                self.on_overflow()
-            return
-        self.buffer.extend(rows)
-        self.changed.set()
+    async def _put(self, table: pa.Table) -> None:
+        """Data rows into the buffer (waiting while it is full)."""
+        started = time.perf_counter()
+        await self.out.put(table)
+        self._waited += time.perf_counter() - started
+        if self._in_snapshot:
+            self._started.set()
 
-    def take(self, limit: int | None) -> list[tuple]:
-        n = len(self.buffer) if limit is None else min(limit, len(self.buffer))
-        rows = [self.buffer.popleft() for _ in range(n)]
-        self.rows_sent += len(rows)
-        metrics.ROWS_SENT.inc(len(rows))
-        if not self.buffer:
-            self.changed.clear()
-        return rows
+    # -- the client's side ----------------------------------------------------------
+    def take(self, limit: int | None, max_bytes: int | None = None) -> list[pa.Table]:
+        """Buffered output tables holding up to `limit` rows (None: all)."""
+        tables = self.out.take(limit, max_bytes)
+        n = sum(t.num_rows for t in tables)
+        if n:
+            self.rows_sent += n
+            metrics.ROWS_SENT.inc(n)
+        return tables
 
     async def wait(self, timeout: float | None = None) -> None:
         """Until rows are buffered, the subscription ends or fails, or `timeout` passes."""
-        if self.buffer or self.finished:
-            return
-        self.changed.clear()
-        if self.buffer or self.finished:
-            return
-        if timeout is None:
-            await self.changed.wait()
-        else:
-            try:
-                await asyncio.wait_for(self.changed.wait(), timeout)
-            except TimeoutError:
-                pass
+        await self.out.readable(timeout)
+
+    @property
+    def buffered(self) -> int:
+        return self.out.rows
 
     @property
     def drained(self) -> bool:
-        return self.finished and not self.buffer
-
-
-def _side_updates(table: pa.Table, width: int, keys: int) -> dict[int, list[tuple[tuple, tuple, int]]]:
-    """One join input's batch as (key, row, diff) per timestamp."""
-    cols = [_values(c) for c in table.columns]
-    out: dict[int, list[tuple[tuple, tuple, int]]] = {}
-    ts_col, diff_col = cols[width + keys], cols[width + keys + 1]
-    for r in range(table.num_rows):
-        row = tuple(cols[i][r] for i in range(width))
-        key = tuple(cols[width + i][r] for i in range(keys))
-        out.setdefault(ts_col[r], []).append((key, row, diff_col[r]))
-    return out
-
-
-def _values(column: pa.ChunkedArray | pa.Array) -> list:
-    """A column's Python values, arrays as tuples: rows are counted in dicts, so hashable."""
-    values = column.to_pylist()
-    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
-        return [None if v is None else tuple(v) for v in values]
-    return values
-
-
-def _rows(table: pa.Table) -> list[tuple]:
-    columns = [_values(c) for c in table.columns]
-    return list(zip(*columns)) if columns else []
-
-
-def _consolidate(table: pa.Table) -> dict[int, list[tuple[tuple, int]]]:
-    """Delta SQL output (columns, __mz_ts, __mz_diff) as consolidated updates per timestamp."""
-    if table.num_rows == 0:
-        return {}
-    names = table.column_names
-    ts_i, diff_i = names.index(DELTA_TS), names.index(DELTA_DIFF)
-    data_cols = [i for i in range(len(names)) if i not in (ts_i, diff_i)]
-    columns = [_values(table.column(i)) for i in range(len(names))]
-    per_ts: dict[int, collections.Counter] = {}
-    for r in range(table.num_rows):
-        row = tuple(columns[i][r] for i in data_cols)
-        per_ts.setdefault(columns[ts_i][r], collections.Counter())[row] += columns[diff_i][r]
-    return {ts: [(row, n) for row, n in c.items() if n] for ts, c in per_ts.items()}
-
-
-def _aggregate_value(kind: str, state: GroupState, i: int, t: SqlType) -> object:
-    """An aggregate's value from its state, typed as Spark's one-shot result would be."""
-    if kind == "count_star":
-        return state.n
-    if kind == "count":
-        return state.counts.get(i, 0)
-    if kind in ("min", "max"):
-        values = [v for v, n in state.values.get(i, {}).items() if n > 0]
-        if not values:
-            return None
-        return min(values) if kind == "min" else max(values)
-    if state.counts.get(i, 0) == 0:
-        return None
-    total = state.sums.get(i)
-    if kind == "sum":
-        return total
-    count = state.counts[i]
-    if t.base.name == "numeric":
-        ps = t.precision_scale
-        scale = ps[1] if ps else 6
-        with decimal.localcontext() as ctx:
-            ctx.prec = 80
-            value = decimal.Decimal(total) / count
-            return value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
-    return float(total) / count
+        return self.finished and not self.out.rows

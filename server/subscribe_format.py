@@ -33,8 +33,8 @@ from decimal import Decimal
 from typing import Any
 
 from planner.errors import DUPLICATE_COLUMN, SYNTAX_ERROR, UNDEFINED_COLUMN, SqlError
-from planner.subscribe_syntax import OutputMode
-from planner.types import BY_NAME, SqlType
+from planner.subscribe_syntax import OrderKey, OutputMode
+from planner.types import BY_NAME, SqlType, group_key
 
 __all__ = [
     "OutputPlan",
@@ -45,8 +45,9 @@ __all__ = [
     "subscription_label",
 ]
 
-# PostgreSQL's ambiguous_column; planner.errors does not name it (yet).
+# PostgreSQL's ambiguous_column and invalid_column_reference; planner.errors does not name them.
 _AMBIGUOUS_COLUMN = "42702"
+_INVALID_COLUMN_REFERENCE = "42P10"
 
 MZ_TIMESTAMP = "mz_timestamp"
 MZ_PROGRESSED = "mz_progressed"
@@ -122,8 +123,7 @@ def plan_output(mode: OutputMode, names: list[str], types: list[SqlType], progre
             raise SqlError(SYNTAX_ERROR, "KEY (...) is only valid with ENVELOPE UPSERT or ENVELOPE DEBEZIUM")
         sort: tuple[SortKey, ...] = ()
         if kind == "order_by":
-            sort = tuple(_resolve_order_key(k.column, k.descending, k.effective_nulls_first, names)
-                         for k in mode.order_by)
+            sort = tuple(_resolve_order_key(k, names) for k in mode.order_by)
         elif mode.order_by:
             raise ValueError("OutputMode(kind='diffs') must not carry ORDER BY keys")
         return OutputPlan(
@@ -197,13 +197,23 @@ def _reject_order_by_with_envelope(mode: OutputMode, envelope: str) -> None:
     raise SqlError(SYNTAX_ERROR, f"WITHIN TIMESTAMP ORDER BY cannot be combined with {envelope}")
 
 
-def _resolve_order_key(column: str, descending: bool, nulls_first: bool, names: list[str]) -> SortKey:
-    # mz_diff is the extra column ORDER BY may use; it comes before the
-    # relation's columns in the output, so it wins a clash with a relation
-    # column of the same name.
-    if column == MZ_DIFF:
+def _resolve_order_key(key: OrderKey, names: list[str]) -> SortKey:
+    # The columns ORDER BY may name are mz_diff and then the relation's, as Materialize
+    # plans it: mz_diff wins a clash with a relation column of the same name, and the
+    # ordinal 1 is mz_diff, 2 the relation's first column.
+    descending, nulls_first = key.descending, key.effective_nulls_first
+    if key.expression:
+        raise SqlError(_INVALID_COLUMN_REFERENCE, "invalid ORDER BY in SUBSCRIBE WITHIN TIMESTAMP ORDER BY",
+                       hint="Order by mz_diff, a column of the relation, or an ordinal of one.")
+    if key.ordinal is not None:
+        if not 1 <= key.ordinal <= len(names) + 1:
+            raise SqlError(_INVALID_COLUMN_REFERENCE, f"ORDER BY position {key.ordinal} is not in select list")
+        if key.ordinal == 1:
+            return SortKey(None, descending, nulls_first)
+        return SortKey(key.ordinal - 2, descending, nulls_first)
+    if key.column == MZ_DIFF:
         return SortKey(None, descending, nulls_first)
-    return SortKey(_resolve_relation_column(column, names), descending, nulls_first)
+    return SortKey(_resolve_relation_column(key.column, names), descending, nulls_first)
 
 
 def _resolve_relation_column(column: str, names: list[str], hint: str | None = None) -> int:
@@ -294,18 +304,6 @@ def _is_nan(value: Any) -> bool:
     return False
 
 
-_NAN = object()  # NaN equals NaN when grouping keys, as in PostgreSQL
-
-
-def _group_token(value: Any) -> Any:
-    """A hashable stand-in that is equal exactly when PostgreSQL's = would group the values."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_group_token(v) for v in value)
-    if _is_nan(value):
-        return _NAN
-    return value
-
-
 def _format_envelope(plan: OutputPlan, prefix: tuple, updates: list[tuple[tuple, int]]) -> list[tuple]:
     key_indexes = plan.key_indexes
     value_indexes = plan.value_indexes
@@ -314,7 +312,7 @@ def _format_envelope(plan: OutputPlan, prefix: tuple, updates: list[tuple[tuple,
 
     groups: dict[tuple, list[tuple[tuple, int]]] = {}
     for row, diff in updates:
-        token = tuple(_group_token(row[i]) for i in key_indexes)
+        token = tuple(group_key(row[i]) for i in key_indexes)  # NaN groups with NaN
         groups.setdefault(token, []).append((row, diff))
 
     def keys_of(row: tuple) -> tuple:

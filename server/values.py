@@ -1804,6 +1804,8 @@ def _text_chunk(t: SqlType, a: pa.Array) -> pa.Array:
     n = len(a)
     if n == 0 or a.null_count == n:
         return pa.nulls(n, pa.binary())
+    if pa.types.is_dictionary(ty):  # each distinct value encoded once (a SUBSCRIBE's mz_timestamp)
+        return _text_chunk(t, a.dictionary).take(a.indices)
     if t.is_array:
         return _per_value(encode_text, t, a)
     if name == "boolean" and pa.types.is_boolean(ty):
@@ -1966,6 +1968,8 @@ def _binary_chunk(t: SqlType, a: pa.Array) -> pa.Array:
     n = len(a)
     if n == 0 or a.null_count == n:
         return pa.nulls(n, pa.binary())
+    if pa.types.is_dictionary(ty):
+        return _binary_chunk(t, a.dictionary).take(a.indices)
     if t.is_array:
         return _per_value(encode_binary, t, a)
     if name == "boolean" and pa.types.is_boolean(ty):

@@ -1,8 +1,10 @@
 """Running a SUBSCRIBE's micro-batches in Spark.
 
-Each input relation is registered under its planned Spark name either as its
-full contents at a timestamp (for the snapshot) or as just a batch of updates;
-both carry `__mz_ts` and `__mz_diff`, so the same delta SQL serves both.
+Each input relation is registered under its planned Spark name as one of three
+sources (`Snapshot`: its full contents at a timestamp; `Batch`: updates the server
+holds; `History`: updates read from storage); all carry `__mz_ts` and `__mz_diff`,
+so the same delta SQL serves them all. A result is either collected (`run`) or, when
+it may not fit in memory, spilled and read back in chunks (`spill_delta`).
 """
 
 from __future__ import annotations
@@ -18,15 +20,16 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from planner.dataflow import DIFF as DELTA_DIFF
 from planner.dataflow import TS as DELTA_TS
+from planner.errors import SqlError
 from planner.params import literal
 from planner.types import BY_NAME, SqlType
+from spark_backend import spill
 from spark_backend.reads import changes_df, rows_df
 from spark_backend.schema import (
     DIFF,
     TS,
     pg_metadata,
     physical,
-    storage_arrow_schema,
     storage_spark_ddl,
 )
 from spark_backend.storage import Store
@@ -95,36 +98,132 @@ def _user_columns(df: DataFrame, rel: Input) -> DataFrame:
         F.col(TS).alias(DELTA_TS), F.col(DIFF).alias(DELTA_DIFF))
 
 
-def run_over_snapshot(spark: SparkSession, store: Store, inputs: list[Input], as_of: int,
-                      sqls: list[str]) -> list[pa.Table]:
-    """Run delta SQL over every input's full contents at `as_of` (as +1 updates)."""
+@dataclass(frozen=True)
+class Snapshot:
+    """Every input's rows at `as_of`, as +1 updates at `as_of`."""
+
+    as_of: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Updates the server holds: what commits handed to a subscription."""
+
+    updates: dict[str, pa.Table]
+
+
+@dataclass(frozen=True)
+class History:
+    """Updates in storage with after < mz_timestamp <= upto (AS OF in the past, or a
+    subscription that fell behind and let go of what commits handed it)."""
+
+    after: int
+    upto: int
+
+
+Source = Snapshot | Batch | History
+
+
+def estimated_rows(store: Store, inputs: list[Input], source: Source) -> int:
+    """At most how many updates `source` holds, from file sizes alone (no Spark job)."""
+    if isinstance(source, Batch):
+        return sum(t.num_rows for t in source.updates.values())
+    total = 0
+    for rel in inputs:
+        if isinstance(source, Snapshot):
+            files, _ = store.files(rel.collection_id, source.as_of)
+        else:
+            files = [f for f in store.files(rel.collection_id, source.upto)[0] if f.max_ts > source.after]
+        total += sum(f.rows for f in files)
+    return total
+
+
+def _history_df(spark: SparkSession, store: Store, rel: Input, source: History) -> DataFrame:
+    files, since = store.files(rel.collection_id, source.upto)
+    files = [f for f in files if f.max_ts > source.after]
+    if since > source.after:
+        raise SqlError("22000", f"Timestamp ({source.after}) is not valid for all inputs: "
+                                f"[Antichain {{ elements: [{since}] }}]",
+                       detail="History the subscription still needed was compacted.")
+    df = changes_df(spark, store, rel.collection_id, rel.types, source.upto, snapshot=(files, since))
+    return _user_columns(df.where(F.col(TS) > source.after), rel)
+
+
+def _register(spark: SparkSession, store: Store | None, inputs: list[Input], source: Source) -> list[str]:
     registered = []
     try:
         for rel in inputs:
-            df = rows_df(spark, store, rel.collection_id, rel.names, rel.types, as_of)
-            df = df.withColumn(DELTA_TS, F.lit(as_of).cast("bigint")).withColumn(
-                DELTA_DIFF, F.lit(1).cast("bigint"))
+            if isinstance(source, Snapshot):
+                df = rows_df(spark, store, rel.collection_id, rel.names, rel.types, source.as_of)
+                df = df.withColumn(DELTA_TS, F.lit(source.as_of).cast("bigint")).withColumn(
+                    DELTA_DIFF, F.lit(1).cast("bigint"))
+            elif isinstance(source, History):
+                df = _history_df(spark, store, rel, source)
+            else:
+                df = _updates_df(spark, rel, source.updates.get(rel.collection_id))
             df.createOrReplaceTempView(rel.spark_name)
             registered.append(rel.spark_name)
-        return [spark.sql(sql).toArrow() for sql in sqls]
-    finally:
-        for name in registered:
-            spark.catalog.dropTempView(name)
+    except BaseException:
+        _drop(spark, registered)
+        raise
+    return registered
 
 
-def run_over_updates(spark: SparkSession, inputs: list[Input], updates: dict[str, pa.Table],
-                     sqls: list[str]) -> list[pa.Table]:
-    """Run delta SQL over one micro-batch of updates (the inputs' changes only)."""
-    registered = []
+def _drop(spark: SparkSession, names: list[str]) -> None:
+    for name in names:
+        spark.catalog.dropTempView(name)
+
+
+def run(spark: SparkSession, store: Store, inputs: list[Input], source: Source,
+        sqls: list[str]) -> list[pa.Table]:
+    """Run delta SQL over `source` (each input registered under its Spark name) and
+    collect each result: for results that fit in memory (see `spill_delta` otherwise)."""
+    registered = _register(spark, store, inputs, source)
     try:
-        for rel in inputs:
-            _updates_df(spark, rel, updates.get(rel.collection_id)).createOrReplaceTempView(rel.spark_name)
-            registered.append(rel.spark_name)
-        small = sum(t.num_rows for t in updates.values()) <= SMALL_BATCH
+        small = isinstance(source, Batch) and sum(t.num_rows for t in source.updates.values()) <= SMALL_BATCH
         return [_result(spark.sql(sql), small) for sql in sqls]
     finally:
-        for name in registered:
-            spark.catalog.dropTempView(name)
+        _drop(spark, registered)
+
+
+def describe(spark: SparkSession, inputs: list[Input], sqls: list[str]) -> list[pa.Schema]:
+    """The Arrow schemas of delta SQL results, without running a job."""
+    registered = _register(spark, None, inputs, Batch({}))
+    try:
+        return [to_arrow_schema(spark.sql(sql).schema, timezone="UTC") for sql in sqls]
+    finally:
+        _drop(spark, registered)
+
+
+def spill_delta(spark: SparkSession, store: Store, inputs: list[Input], source: Source, sql: str,
+                order: tuple[spill.SortKey, ...] | None = None, name: str = "spill") -> spill.Spill | None:
+    """Run delta SQL over `source` and spill its result under the store's scratch folder
+    (in a folder whose name starts with `name`), to be read back in chunks
+    (spark_backend.spill); None when a column's type cannot be spilled, and the caller
+    collects instead."""
+    registered = _register(spark, store, inputs, source)
+    try:
+        df = spark.sql(sql)
+        if not spill.spillable(df):
+            return None
+        single = source.as_of if isinstance(source, Snapshot) else None
+        if isinstance(source, Batch):
+            stamps = {ts for t in source.updates.values() for ts in t.column("mz_timestamp").to_pylist()}
+            single = stamps.pop() if len(stamps) == 1 else None
+        scratch = store.scratch / "subscribe"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return spill.write(df, scratch / f"{name}-{next(_VIEW_IDS)}", single, order)
+    finally:
+        _drop(spark, registered)
+
+
+def timestamps(spark: SparkSession, store: Store, inputs: list[Input], source: History) -> list[int]:
+    """The timestamps at which any input changed within `source` (for recompute)."""
+    found: set[int] = set()
+    for rel in inputs:
+        df = _history_df(spark, store, rel, source)
+        found.update(r[0] for r in df.select(DELTA_TS).distinct().collect())
+    return sorted(found)
 
 
 def run_over_table(spark: SparkSession, name: str, table: pa.Table, sql: str) -> pa.Table:
@@ -137,9 +236,3 @@ def run_over_table(spark: SparkSession, name: str, table: pa.Table, sql: str) ->
         return _result(spark.sql(re.sub(rf"\b{re.escape(name)}\b", unique, sql)), table.num_rows <= SMALL_BATCH)
     finally:
         spark.catalog.dropTempView(unique)
-
-
-def history(spark: SparkSession, store: Store, rel: Input, after: int, upto: int) -> pa.Table:
-    """A collection's updates with after < mz_timestamp <= upto, from storage."""
-    df = changes_df(spark, store, rel.collection_id, rel.types, upto)
-    return df.where(F.col(TS) > after).toArrow().cast(storage_arrow_schema(rel.types))

@@ -400,11 +400,12 @@ def shape_run(server, clock):
     # The snapshot: everything at one timestamp, equal to the one-shot result there.
     for name, feed in list(feeds.items()):
         try:
-            feed.until(lambda f: f.check.frontier is not None, message="the snapshot")
-            stamps = feed.check.data_timestamps()
-            snapshot_ts[name] = feed.check.progress_ts[0] - 1
+            # The first row is a progress row at the AS OF, the snapshot's timestamp.
+            feed.until(lambda f: len(f.check.progress_ts) >= 2, message="the snapshot")
+            stamps = [ts for ts in feed.check.data_timestamps() if ts < feed.check.progress_ts[1]]
+            snapshot_ts[name] = feed.check.progress_ts[0]
             if stamps and stamps != [snapshot_ts[name]]:
-                problems[name].append(f"snapshot at {stamps}, first progress {snapshot_ts[name] + 1}")
+                problems[name].append(f"snapshot at {stamps}, first progress {snapshot_ts[name]}")
         except (AssertionError, psycopg.Error) as err:
             problems[name].append(f"snapshot: {type(err).__name__}: {err}")
             feeds.pop(name).close()
@@ -809,10 +810,14 @@ def test_asyncpg_cursor_in_transaction(server, conn):
         try:
             async with reader.transaction():
                 cur = await reader.cursor(f"SUBSCRIBE {t} WITH (PROGRESS)")
-                first = await cur.fetch(2)
-                assert [r["mz_progressed"] for r in first] == [False, False]
+                # cursor.fetch(n) returns what is ready, up to n rows, without waiting for n;
+                # fetch(1) never comes back short, so asyncpg keeps the cursor open.
+                first = [await cur.fetch(1) for _ in range(3)]
+                first = [rows[0] for rows in first]
+                assert first[0]["mz_progressed"], "the first row is a progress row at the AS OF"
                 for r in first:
                     check.add(tuple(r.values()))
+                assert {ts for ts, _, _ in check.data} == {check.progress_ts[0]}
                 await writer.execute(f"INSERT INTO {t} VALUES (3, 'c')")
                 while not any(r == (3, "c") for _, _, r in check.data):
                     for r in await cur.fetch(1):
@@ -979,7 +984,7 @@ def test_randomized_subscribe_equals_select_as_of(server, clock, initial, transa
         stamps = {}
         for feed in feeds.values():
             feed.until(lambda f: f.check.frontier is not None, message="the snapshot")
-        snap = {name: feed.check.progress_ts[0] - 1 for name, feed in feeds.items()}
+        snap = {name: feed.check.progress_ts[0] for name, feed in feeds.items()}  # the AS OF
         stamps = {name: {ts} for name, ts in snap.items()}
         compare(snap)
         for statements in transactions:
@@ -1044,40 +1049,6 @@ def test_fifty_concurrent_subscriptions_all_receive_every_update(server, conn):
     for check in checks:
         assert sorted(check.data) == first, "subscribers disagree on the updates or their timestamps"
     wait_active(server, base, timeout=30)  # all 50 dataflows stop when their clients go
-
-
-def test_slow_client_is_disconnected_and_others_carry_on(server, conn):
-    t = make_table(conn, "slow", "k int")
-    base = settled_active(server)
-    slow = connect(server)
-    slow.execute("BEGIN")
-    slow.execute(f"DECLARE c CURSOR FOR SUBSCRIBE {t}")  # and never FETCH
-    fast = Feed(server, f"SUBSCRIBE {t} WITH (SNAPSHOT = false)", progress=False)
-    assert active_subscriptions(server) == base + 2
-    per_batch, batches = 40_000, 3  # 120,000 rows: past MAX_BUFFERED_ROWS (100,000)
-    received = 0
-    for i in range(batches):
-        conn.execute(f"INSERT INTO {t} SELECT generate_series({i * per_batch + 1}, {(i + 1) * per_batch})")
-        deadline = time.monotonic() + 60
-        while received < (i + 1) * per_batch:
-            assert time.monotonic() < deadline, f"the fast subscriber got {received} rows"
-            rows = fast.fetch("1s")
-            assert all(r[1] == 1 for r in rows)
-            received += len(rows)
-    assert received == batches * per_batch
-    wait_active(server, base + 1, timeout=10)
-    with pytest.raises(psycopg.OperationalError) as info:
-        slow.execute("FETCH ALL c WITH (timeout = '1s')")
-    assert info.value.sqlstate == "53400", info.value  # a FATAL error, then the connection closes
-    assert "subscription buffer full" in str(info.value)
-    assert slow.closed or slow.broken
-    assert "subscription buffer full" in server.log_text()
-    # Everyone else is fine: the fast subscriber keeps receiving, new sessions work.
-    conn.execute(f"INSERT INTO {t} VALUES (-1)")
-    fast.until(lambda f: any(r == (-1,) for _, _, r in f.check.data[-5:]), message="the row after")
-    assert conn.execute(f"SELECT count(*) FROM {t}").fetchone() == (batches * per_batch + 1,)
-    fast.close()
-    wait_active(server, base)
 
 
 # =========================================================================== bad input

@@ -68,3 +68,30 @@ def test_join_sides_and_post_projection():
     assert j.key_count == 1
     assert "__jk0" in j.left_sql and "__jk0" in j.right_sql
     assert "__sw_joined" in j.post_sql and "WHERE" in j.post_sql
+
+
+@pytest.mark.parametrize(("sql", "strategy"), [
+    ("WITH c AS (SELECT a, b FROM t) SELECT a FROM c WHERE b > 1", "linear"),
+    ("WITH c AS (SELECT a, b FROM t), d AS (SELECT a FROM c WHERE b > 2) SELECT a, count(*) FROM d GROUP BY a",
+     "aggregate"),
+    ("WITH c AS (SELECT a, s FROM t) SELECT c.a, u.s FROM c JOIN u ON c.a = u.a", "join"),
+    ("WITH c AS (SELECT a FROM t) SELECT * FROM (WITH c AS (SELECT b AS a FROM u) SELECT a FROM c) AS z",
+     "linear"),
+])
+def test_ctes_are_inlined_like_views(sql, strategy):
+    p = plan(sql)
+    assert p.strategy == strategy, p.explain()
+    assert "WITH" not in (p.delta_sql or p.aggregate and p.aggregate.partial_sql or p.join.left_sql)
+
+
+def test_a_nested_cte_reads_its_own_definition():
+    p = plan("WITH c AS (SELECT a FROM t) SELECT * FROM (WITH c AS (SELECT b AS a FROM u) SELECT a FROM c) AS z")
+    assert "__sw_1_u" in p.delta_sql and "__sw_1_t" not in p.delta_sql
+
+
+def test_sums_negate_retractions_instead_of_multiplying():
+    """decimal × bigint would widen past 38 digits and cut the scale to 6; a retraction's
+    value is negated instead (every stored update has a diff of ±1)."""
+    agg = plan("SELECT a, sum(b), avg(b) FROM t GROUP BY a").aggregate
+    assert "__mz_diff < 0, -(" in agg.partial_sql and "* `t`.__mz_diff" not in agg.partial_sql
+    assert set(agg.float_sql) == {0, 1}

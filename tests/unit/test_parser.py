@@ -55,7 +55,14 @@ def test_create_table_types_and_constraints():
     ("SUBSCRIBE t WITH (SNAPSHOT = 'x')", "22023", "SNAPSHOT"),
     ("SUBSCRIBE t WITH (FOO)", "22023", "FOO"),
     ("SUBSCRIBE t ENVELOPE UPSERT (KEY ())", "42601", "at least one KEY"),
-    ("SUBSCRIBE t ENVELOPE UPSERT (KEY (a)) WITHIN TIMESTAMP ORDER BY a", "42601", "cannot be combined"),
+    # Materialize's grammar and wording: one output modifier, clauses in their order.
+    ("SUBSCRIBE t ENVELOPE UPSERT (KEY (a)) WITHIN TIMESTAMP ORDER BY a", "42601",
+     "Expected end of statement, found WITHIN"),
+    ("SUBSCRIBE t WITHIN TIMESTAMP ORDER BY a WITH (PROGRESS) ENVELOPE UPSERT (KEY (a))", "42601",
+     "Expected end of statement, found ENVELOPE"),
+    ("SUBSCRIBE t ENVELOPE FOO (KEY (a))", "42601", 'Expected one of UPSERT or DEBEZIUM, found identifier "foo"'),
+    ("SUBSCRIBE t AS OF 5 WITH (PROGRESS)", "42601", "Expected end of statement, found WITH"),
+    ("SUBSCRIBE t bogus", "42601", 'Expected end of statement, found identifier "bogus"'),
     ("FETCH ALL c WITH (bogus = 1)", "22023", "BOGUS"),
 ])
 def test_bad_statements(sql, code, fragment):
@@ -114,6 +121,9 @@ def test_subscribe_syntax_round_trip_of_options():
     before = one("SUBSCRIBE kv ENVELOPE UPSERT (KEY (k2, k1)) WITH (PROGRESS)")
     after = one("SUBSCRIBE kv WITH (PROGRESS) ENVELOPE UPSERT (KEY (k2, k1))")
     assert before == after and before.output.keys == ("k2", "k1")
+    ordinals = one("SUBSCRIBE t WITHIN TIMESTAMP ORDER BY 1 DESC, 3, c1 + 1")
+    assert [(k.ordinal, k.expression, k.descending) for k in ordinals.output.order_by] == [
+        (1, False, True), (3, False, False), (None, True, False)]
     order = one("SUBSCRIBE t WITHIN TIMESTAMP ORDER BY c1, c2 DESC NULLS LAST, mz_diff")
     assert [(k.column, k.descending, k.effective_nulls_first) for k in order.output.order_by] == [
         ("c1", False, False), ("c2", True, False), ("mz_diff", False, False)]

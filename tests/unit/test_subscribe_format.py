@@ -452,6 +452,23 @@ def test_order_by_with_envelope(kind, envelope):
     assert err.message == f"WITHIN TIMESTAMP ORDER BY cannot be combined with ENVELOPE {envelope}"
 
 
+def test_order_by_ordinals_count_mz_diff_first():
+    """As Materialize plans WITHIN TIMESTAMP ORDER BY: ordinal 1 is mz_diff, 2 the first column."""
+    plan = plan_output(order_by(OrderKey("1", True, ordinal=1), OrderKey("3", ordinal=3)), ["a", "b"], [INT, INT],
+                       progress=True)
+    assert [(k.column, k.descending) for k in plan.sort] == [(None, True), (1, False)]
+    rows = format_timestamp(plan, 5, [((1, 9), 1), ((2, 3), -1), ((3, 1), 1)])
+    assert [r[2:] for r in rows] == [(1, 3, 1), (1, 1, 9), (-1, 2, 3)]
+    err = raises(order_by(OrderKey("4", ordinal=4)), ["a", "b"])
+    assert err.sqlstate == "42P10" and err.message == "ORDER BY position 4 is not in select list"
+
+
+def test_order_by_expression_is_refused():
+    err = raises(order_by(OrderKey("a + 1", expression=True)), ["a", "b"])
+    assert err.sqlstate == "42P10"
+    assert err.message == "invalid ORDER BY in SUBSCRIBE WITHIN TIMESTAMP ORDER BY"
+
+
 def test_order_by_unknown_column():
     err = raises(order_by(OrderKey("a"), OrderKey("zz", descending=True)), ["a", "b"])
     assert err.sqlstate == "42703"
