@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint bench clean
 
-$(STAMP): pyproject.toml scripts/install.sh
+$(STAMP): pyproject.toml scripts/install.sh tests/node/package-lock.json
 	bash scripts/install.sh --venv $(VENV)
 	touch $(STAMP)
 

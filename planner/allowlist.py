@@ -29,8 +29,8 @@ from planner.errors import (
 )
 from planner.pg_parse import Node
 
-# Schemas a function may be qualified with. information_schema holds no functions of ours.
-_FUNCTION_SCHEMAS = ("pg_catalog",)
+# Schemas a function may be qualified with.
+_FUNCTION_SCHEMAS = ("pg_catalog", "information_schema")
 
 # Types that exist for the system catalogs' sake, beyond the column types of planner.types.
 _CATALOG_TYPES = frozenset((
@@ -109,7 +109,8 @@ def _function_call(node: Node, in_from: bool = False) -> None:
         if node.get("agg_star"):
             found = name == "count" and not args
         else:
-            found = functions.lookup(name, len(args), in_from=in_from) is not None
+            found = functions.lookup(name, len(args), in_from=in_from,
+                                     schema=None if schema == "pg_catalog" else schema) is not None
         if found:
             return
     shown = f"{schema}.{name}" if schema is not None else name

@@ -45,7 +45,7 @@ def parse_table_copy(s: Scanner) -> st.Statement:
         from planner.subscribe_syntax import CopyTo
 
         select = f"SELECT {', '.join(_quote(c) for c in columns) if columns else '*'} FROM {_quote_name(table)}"
-        return CopyTo(parse_statement(select), options.get("format") == "binary")
+        return CopyTo(parse_statement(select), **options)
     s.expect("from")
     if not s.accept("stdin"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... FROM supports only STDIN (psql's \\copy reads files)")
@@ -59,6 +59,11 @@ def _quote(name: str) -> str:
 
 def _quote_name(name: str) -> str:
     return ".".join(_quote(part) for part in name.split("."))
+
+
+def copy_out_options(s: Scanner) -> dict:
+    """The options after COPY ... TO STDOUT, as CopyTo's fields."""
+    return _options(s, to=True)
 
 
 def _options(s: Scanner, to: bool) -> dict:
@@ -76,14 +81,10 @@ def _options(s: Scanner, to: bool) -> dict:
     s.expect_end()
     fmt = options.get("format", "text")
     if fmt == "binary":
-        if not to:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... FROM STDIN (FORMAT binary) is not supported")
+        shaping = set(options) - {"format"}
+        if shaping:
+            raise SqlError(SYNTAX_ERROR, f"cannot specify {min(shaping).upper()} in BINARY mode")
         return options
-    extra = set(options) - {"format"}
-    if to and extra:
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY ... TO STDOUT option {min(extra).upper()} is not supported")
-    if to and fmt == "csv":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... TO STDOUT (FORMAT csv) is not supported")
     for key in ("delimiter", "quote", "escape"):
         value = options.get(key)
         if value is not None and len(value.encode("utf-8")) != 1:
@@ -115,7 +116,10 @@ def _option(s: Scanner, options: dict, name: str, modern: bool) -> None:
         options["header"] = _boolean(s) if modern else True
         return
     if name == "format":
-        fmt = s.ident("format name")
+        w = s.next()
+        fmt = w.text.lower() if w.kind in ("word", "string", "qident") else ""  # FORMAT csv or 'csv'
+        if not fmt:
+            raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{w.raw}"', position=w.pos + 1)
         if fmt not in ("text", "csv", "binary"):
             raise SqlError(INVALID_PARAMETER_VALUE, f'COPY format "{fmt}" not recognized')
         options["format"] = fmt

@@ -59,6 +59,8 @@ class Function:
     kind: Kind = Kind.SCALAR
     semantics: Semantics = Semantics.POSTGRES
     variadic: bool = False  # the last argument repeats: concat(a, b, c, ...)
+    defaults: int = 0  # how many trailing arguments may be left out (pg_proc.pronargdefaults)
+    schema: str = "pg_catalog"  # found unqualified only there (information_schema's must be named)
 
     @property
     def identity(self) -> str:
@@ -71,13 +73,14 @@ class Function:
     def takes(self, nargs: int) -> bool:
         if self.variadic:
             return nargs >= len(self.args)
-        return nargs == len(self.args)
+        return len(self.args) - self.defaults <= nargs <= len(self.args)
 
 
 def _entry(kind: Kind, semantics: Semantics = Semantics.POSTGRES):
-    def make(oid: int, name: str, args: str, result: str, spark: str, variadic: bool = False) -> Function:
+    def make(oid: int, name: str, args: str, result: str, spark: str, variadic: bool = False,
+             defaults: int = 0, schema: str = "pg_catalog") -> Function:
         types = tuple(a.strip() for a in args.split(",")) if args else ()
-        return Function(oid, name, types, result, spark, kind, semantics, variadic)
+        return Function(oid, name, types, result, spark, kind, semantics, variadic, defaults, schema)
 
     return make
 
@@ -99,6 +102,24 @@ FUNCTIONS: tuple[Function, ...] = (
     A(4053, "array_agg", "anyarray", "anyarray", "if(size(transform(collect_list(struct({0} as v)), e -> e.v)) = 0, null, transform(collect_list(struct({0} as v)), e -> e.v))"),
     F(378, "array_append", "anycompatiblearray, anycompatible", "anycompatiblearray", "array_append(coalesce({0}, array()), {1})"),
     F(383, "array_cat", "anycompatiblearray, anycompatiblearray", "anycompatiblearray", "case when {0} is null then {1} when {1} is null then {0} else concat({0}, {1}) end"),
+    F(3167, "array_remove", "anycompatiblearray, anycompatible", "anycompatiblearray",
+      "case when {1} is null then filter({0}, __x -> not __x is null) else array_remove({0}, {1}) end"),
+    S(2198, "inet_server_addr", "", "inet", "'<the server's address>'"),
+    S(2199, "inet_server_port", "", "integer", "<the server's port>"),
+    S(2196, "inet_client_addr", "", "inet", "'<the client's address>'"),
+    S(2197, "inet_client_port", "", "integer", "<the client's port>"),
+    S(2171, "pg_cancel_backend", "integer", "boolean", "<run by the server: cancels a session's statement>"),
+    S(2096, "pg_terminate_backend", "integer, bigint", "boolean", "<run by the server: ends a session>", defaults=1),
+    S(2892, "pg_advisory_unlock_all", "", "void", "cast(null as string)"),
+    S(1039, "getdatabaseencoding", "", "name", "'UTF8'"),
+    T(1686, "pg_get_keywords", "", "record", "rewrite"),
+    S(3829, "pg_opfamily_is_visible", "oid", "boolean", "true"),
+    S(2093, "pg_conversion_is_visible", "oid", "boolean", "true"),
+    S(3758, "pg_ts_config_is_visible", "oid", "boolean", "true"),
+    S(3757, "pg_ts_dict_is_visible", "oid", "boolean", "true"),
+    S(3756, "pg_ts_parser_is_visible", "oid", "boolean", "true"),
+    S(3768, "pg_ts_template_is_visible", "oid", "boolean", "true"),
+    S(3403, "pg_statistics_obj_is_visible", "oid", "boolean", "true"),
     F(2176, "array_length", "anyarray, integer", "integer", "if({1} = 1 and size({0}) > 0, size({0}), null)"),
     F(2091, "array_lower", "anyarray, integer", "integer", "if({1} = 1 and size({0}) > 0, 1, null)"),
     F(3277, "array_position", "anycompatiblearray, anycompatible", "integer", "nullif(array_position({0}, {1}), 0)"),
@@ -222,6 +243,8 @@ FUNCTIONS: tuple[Function, ...] = (
     S(3142, "has_type_privilege", "text, text", "boolean", "true"),
     S(3143, "has_type_privilege", "oid, text", "boolean", "true"),
     F(3956, "json_array_length", "json", "integer", "rewrite"),
+    F(3200, "json_build_object", '"any"', "json", "rewrite", variadic=True),
+    F(3201, "json_build_object", "", "json", "'{}'"),
     F(3968, "json_typeof", "json", "text", "rewrite"),
     F(3207, "jsonb_array_length", "jsonb", "integer", "rewrite"),
     F(3210, "jsonb_typeof", "jsonb", "text", "rewrite"),
@@ -311,11 +334,11 @@ FUNCTIONS: tuple[Function, ...] = (
     S(1662, "pg_get_triggerdef", "oid", "text", "cast(null as string)"),
     S(2730, "pg_get_triggerdef", "oid, boolean", "text", "cast(null as string)"),
     S(1642, "pg_get_userbyid", "oid", "name", "case when {0} is null then cast(null as string) else 'materialize' end"),
-    S(1640, "pg_get_viewdef", "text", "text", "cast(null as string)"),
-    S(1641, "pg_get_viewdef", "oid", "text", "cast(null as string)"),
-    S(2505, "pg_get_viewdef", "text, boolean", "text", "cast(null as string)"),
-    S(2506, "pg_get_viewdef", "oid, boolean", "text", "cast(null as string)"),
-    S(3159, "pg_get_viewdef", "oid, integer", "text", "cast(null as string)"),
+    S(1640, "pg_get_viewdef", "text", "text", "rewrite"),
+    S(1641, "pg_get_viewdef", "oid", "text", "rewrite"),
+    S(2505, "pg_get_viewdef", "text, boolean", "text", "rewrite"),
+    S(2506, "pg_get_viewdef", "oid, boolean", "text", "rewrite"),
+    S(3159, "pg_get_viewdef", "oid, integer", "text", "rewrite"),
     S(2705, "pg_has_role", "name, name, text", "boolean", "true"),
     S(2706, "pg_has_role", "name, oid, text", "boolean", "true"),
     S(2707, "pg_has_role", "oid, name, text", "boolean", "true"),
@@ -417,6 +440,8 @@ FUNCTIONS: tuple[Function, ...] = (
     F(1709, "trunc", "numeric, integer", "numeric", "if({0} >= 0, floor({0}, {1}), ceil({0}, {1}))"),
     F(1710, "trunc", "numeric", "numeric", "if(isnan({0} % 1), {0}, {0} - {0} % 1)"),
     T(2331, "unnest", "anyarray", "anyelement", "explode({0})"),
+    T(1192, "generate_subscripts", "anyarray, integer", "integer", "rewrite"),
+    T(13208, "_pg_expandarray", "anyarray", "record", "rewrite", schema="information_schema"),
     F(871, "upper", "text", "text", "upper({0})"),
     A(2718, "var_pop", "bigint", "numeric", "var_pop({0})"),
     A(2719, "var_pop", "integer", "numeric", "var_pop({0})"),
@@ -451,16 +476,18 @@ def overloads(name: str) -> tuple[Function, ...]:
     return _BY_NAME.get(name, ())
 
 
-def lookup(name: str, nargs: int, *, in_from: bool = False) -> Function | None:
+def lookup(name: str, nargs: int, *, in_from: bool = False, schema: str | None = None) -> Function | None:
     """A listed signature of `name` taking `nargs` arguments (a table function when
-    called in FROM, any other kind elsewhere); None if there is none."""
-    for f in _BY_NAME.get(name, ()):
-        if f.takes(nargs) and (f.kind is Kind.TABLE) == in_from:
+    called in FROM, any other kind elsewhere), in `schema` (None: pg_catalog, the only
+    schema of functions on the search path); None if there is none."""
+    candidates = [f for f in _BY_NAME.get(name, ()) if f.takes(nargs) and f.schema == (schema or "pg_catalog")]
+    for f in candidates:
+        if (f.kind is Kind.TABLE) == in_from:
             return f
     if not in_from:
         # PostgreSQL also takes a set-returning function in the select list.
-        for f in _BY_NAME.get(name, ()):
-            if f.takes(nargs) and f.kind is Kind.TABLE:
+        for f in candidates:
+            if f.kind is Kind.TABLE:
                 return f
     return None
 
@@ -476,7 +503,7 @@ _INTERNAL_SPARK = frozenset((
     "element_at", "array_contains", "exists", "dayofweek", "timestamp_micros", "floor", "ceil",
     "length", "substring", "concat", "hex", "regexp", "rlike", "like", "ilike", "replace",
     "count", "sum", "array_join", "bround", "log10", "sqrt", "ln", "power", "isnan", "shiftright",
-    "shiftleft", "upper", "unhex", "weekday", "unix_micros", "datediff", "log", "decimal",
+    "shiftleft", "upper", "posexplode", "forall", "array_repeat", "filter", "array_remove", "unhex", "weekday", "unix_micros", "datediff", "log", "decimal",
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

@@ -64,8 +64,8 @@ def parse_statement(text: str) -> st.Statement:
 # Statements PostgreSQL has and sparkwire does not: these get 0A000, anything else 42601.
 _POSTGRES_STATEMENTS = frozenset((
     "analyze", "call", "checkpoint", "cluster", "comment", "copy", "do", "execute", "grant", "import",
-    "listen", "load", "lock", "merge", "move", "notify", "prepare", "reassign", "refresh", "reindex",
-    "revoke", "savepoint", "release", "security", "truncate", "unlisten", "vacuum",
+    "load", "lock", "merge", "move", "prepare", "reassign", "refresh", "reindex",
+    "revoke", "security", "truncate", "vacuum",
 ))
 
 
@@ -409,11 +409,58 @@ def _commit(s: Scanner) -> st.Commit:
     return st.Commit()
 
 
-def _rollback(s: Scanner) -> st.Rollback:
+def _rollback(s: Scanner) -> st.Statement:
     s.next()
     s.accept("transaction") or s.accept("work")
+    if s.accept("to"):
+        s.accept("savepoint")
+        name = s.ident("savepoint name")
+        s.expect_end()
+        return st.RollbackToSavepoint(name)
     s.expect_end()
     return st.Rollback()
+
+
+def _listen(s: Scanner) -> st.Listen:
+    s.expect("listen")
+    channel = s.ident("channel name")
+    s.expect_end()
+    return st.Listen(channel)
+
+
+def _unlisten(s: Scanner) -> st.Unlisten:
+    s.expect("unlisten")
+    channel = None if s.accept_punct("*") else s.ident("channel name")
+    s.expect_end()
+    return st.Unlisten(channel)
+
+
+def _notify(s: Scanner) -> st.Notify:
+    s.expect("notify")
+    channel = s.ident("channel name")
+    payload = ""
+    if s.accept_punct(","):
+        w = s.next()
+        if w.kind != "string":
+            raise SqlError(SYNTAX_ERROR, f'syntax error at or near "{w.raw}"', position=w.pos + 1)
+        payload = w.text
+    s.expect_end()
+    return st.Notify(channel, payload)
+
+
+def _savepoint(s: Scanner) -> st.Savepoint:
+    s.expect("savepoint")
+    name = s.ident("savepoint name")
+    s.expect_end()
+    return st.Savepoint(name)
+
+
+def _release(s: Scanner) -> st.ReleaseSavepoint:
+    s.expect("release")
+    s.accept("savepoint")
+    name = s.ident("savepoint name")
+    s.expect_end()
+    return st.ReleaseSavepoint(name)
 
 
 def _set(s: Scanner) -> st.Statement:
@@ -421,9 +468,12 @@ def _set(s: Scanner) -> st.Statement:
     local = s.accept("local")
     if not local:
         s.accept("session")
-    if s.accept("transaction") or s.accept("session", "characteristics"):
+    # SET [SESSION] TRANSACTION ... and SET SESSION CHARACTERISTICS AS TRANSACTION ... (pgjdbc's
+    # setTransactionIsolation): every transaction is serializable here, whatever is asked.
+    if s.accept("transaction") or s.accept("characteristics", "as", "transaction") \
+            or s.accept("session", "characteristics", "as", "transaction"):
         _skip_transaction_modes(s)
-        return st.Empty()
+        return st.SetTransaction()
     if s.accept("time", "zone"):
         name = "timezone"
     else:
@@ -566,6 +616,11 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "end": _commit,
     "rollback": _rollback,
     "abort": _rollback,
+    "savepoint": _savepoint,
+    "release": _release,
+    "listen": _listen,
+    "unlisten": _unlisten,
+    "notify": _notify,
     "set": _set,
     "reset": _reset,
     "show": _show,

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlglot
-from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS
+from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS, UNRESERVED_KEYWORDS
 from sqlglot import exp
 
-from planner import functions, pg_functions
+from planner import functions, jsonb, pg_functions
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 
 # -- OIDs ----------------------------------------------------------------------------------
@@ -340,17 +340,37 @@ def _json_cast(node: exp.Cast) -> exp.Expression:
     normal form: keys sorted, duplicates dropped, `", "` and `": "`); a constant is checked
     and normalised here by the jsonb input function. Normalising computed text would need
     that function in Spark, which it does not have."""
-    from planner.types import BY_NAME, SqlType
-    from server.values import decode_text
-
     value = node.this
     kind = "jsonb" if node.to.this == exp.DataType.Type.JSONB else "json"
     if isinstance(value, exp.Literal) and value.is_string:
-        return exp.Literal.string(decode_text(SqlType(BY_NAME[kind]), value.this.encode("utf-8")))
+        return exp.Literal.string(_json_text(kind, value.this))
     if isinstance(value, exp.Null):
         return _null_text()
+    if isinstance(value, exp.Parameter):
+        # $1::jsonb (pgjdbc's setString for a jsonb column): checked and normalised when bound.
+        return exp.Anonymous(this=JSON_PARAMETER, expressions=[value, exp.Literal.string(kind)])
     raise SqlError(FEATURE_NOT_SUPPORTED, f"casting a computed value to {kind} is not supported (only a constant, "
                             f"such as '{{\"a\": 1}}'::{kind})")
+
+
+JSON_PARAMETER = "__json_parameter"
+
+
+def _json_text(kind: str, text: str) -> str:
+    """A json or jsonb constant as stored: json's text checked, jsonb's normalised."""
+    if kind == "jsonb":
+        return jsonb.normalize(text)
+    jsonb.parse_json(text)
+    return text
+
+
+def json_input(kind: str, value: exp.Expression) -> exp.Expression:
+    """A bound parameter cast to json/jsonb: its text through the jsonb input function."""
+    while isinstance(value, exp.Cast) and not isinstance(value.this, exp.Null):
+        value = value.this
+    if isinstance(value, exp.Literal) and value.is_string:
+        return exp.Literal.string(_json_text(kind, value.this))
+    return _null_text()
 
 
 def _json_path_text(node: exp.Expression) -> exp.Expression:
@@ -512,13 +532,16 @@ _SETTINGS = {
 }
 
 _TRUE = {"pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible",
+         "pg_opfamily_is_visible", "pg_conversion_is_visible", "pg_ts_config_is_visible",
+         "pg_ts_dict_is_visible", "pg_ts_parser_is_visible", "pg_ts_template_is_visible",
+         "pg_statistics_obj_is_visible",
          "pg_opclass_is_visible", "pg_operator_is_visible", "pg_collation_is_visible",
          "has_table_privilege", "has_schema_privilege", "has_database_privilege",
          "has_column_privilege", "has_any_column_privilege", "has_function_privilege",
          "has_sequence_privilege", "has_type_privilege", "pg_has_role"}
 _FALSE = {"pg_relation_is_publishable", "pg_is_in_recovery", "pg_is_other_temp_schema"}
 _NULL_TEXT = {"obj_description", "col_description", "shobj_description", "pg_get_indexdef",
-              "pg_get_constraintdef", "pg_get_viewdef", "pg_get_triggerdef", "pg_get_ruledef",
+              "pg_get_constraintdef", "pg_get_triggerdef", "pg_get_ruledef",
               "pg_get_statisticsobjdef_columns",
               "pg_get_partkeydef", "pg_get_serial_sequence", "pg_get_functiondef",
               "pg_get_statisticsobjdef", "pg_tablespace_location"}
@@ -540,6 +563,15 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return _null_text()
     if name in _ZERO:
         return exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("BIGINT"))
+    if name == "pg_advisory_unlock_all" and not args:
+        return _null_text()  # no advisory locks are ever held (asyncpg's pool resets with it)
+    if name in ("pg_cancel_backend", "pg_terminate_backend"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}() takes a process id given as a constant or a "
+                                              f"parameter, as in SELECT {name}(12345)")
+    if name == "pg_get_viewdef" and args:
+        return _view_definition(args[0])
+    if name == "json_build_object":
+        return pg_functions.json_build_object(args)
     if name in _FUNCTION_TEXTS and len(args) == 1:
         return _by_function_oid(args[0], _FUNCTION_TEXTS[name])
     if name == "pg_get_userbyid":
@@ -588,6 +620,59 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     return None
 
 
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+
+# pg_get_keywords(): PostgreSQL 15's keywords (its grammar's, through pglast), by category.
+_KEYWORD_CATEGORIES = (
+    (UNRESERVED_KEYWORDS, "U", "unreserved", "can be bare label"),
+    (COL_NAME_KEYWORDS, "C", "unreserved (cannot be function or type name)", "can be bare label"),
+    (TYPE_FUNC_NAME_KEYWORDS, "T", "reserved (can be function or type name)", "can be bare label"),
+    (RESERVED_KEYWORDS, "R", "reserved", "can be bare label"),
+)
+
+
+# The keywords PostgreSQL 15's grammar does not take as a bare column label (kwlist.h's AS_LABEL).
+_AS_LABEL = frozenset((
+    "array", "as", "char", "character", "create", "day", "except", "fetch", "filter", "for", "from", "grant",
+    "group", "having", "hour", "intersect", "into", "isnull", "limit", "minute", "month", "notnull", "offset",
+    "on", "order", "over", "overlaps", "precision", "returning", "second", "to", "union", "varying", "where",
+    "window", "with", "within", "without", "year",
+))
+
+
+def keywords_relation(alias: exp.TableAlias | None) -> exp.Expression:
+    """FROM pg_get_keywords(): a constant relation (word, catcode, barelabel, catdesc, baredesc),
+    in word order as PostgreSQL lists them."""
+    entries = sorted((word, code, desc) for words, code, desc, _ in _KEYWORD_CATEGORIES for word in words)
+    rows = [exp.Tuple(expressions=[_str(word), _str(code), exp.Boolean(this=word not in _AS_LABEL), _str(desc),
+                                   _str("requires AS" if word in _AS_LABEL else "can be bare label")])
+            for word, code, desc in entries]
+    columns = [exp.to_identifier(c) for c in ("word", "catcode", "barelabel", "catdesc", "baredesc")]
+    name = alias.name if alias is not None and alias.name else "pg_get_keywords"
+    return exp.Values(expressions=rows, alias=exp.TableAlias(this=exp.to_identifier(name), columns=columns))
+
+
+def _all_of_array(node: exp.Expression) -> exp.Expression:
+    """`x op ALL (array)`: true when the comparison holds for every element (and for an empty
+    array), NULL when none fails but some is NULL - Spark's forall over a lambda."""
+    element = exp.to_identifier("__e")
+    test = type(node)(this=node.this.copy(), expression=exp.column(element))
+    return exp.Anonymous(this="forall", expressions=[node.expression.expressions[0].copy(),
+                                                     exp.Lambda(this=test, expressions=[element])])
+
+
+def _view_definition(view: exp.Expression) -> exp.Expression:
+    """pg_get_viewdef(oid or name): the view's query as it was written (PostgreSQL prints its
+    own deparse of it), from pg_views."""
+    query = exp.select(exp.Max(this=exp.column("definition", "v"))).from_("pg_catalog.pg_views AS v")
+    if _is_text(view):
+        query = query.where(exp.EQ(this=exp.column("viewname", "v"), expression=view.copy()))
+    else:
+        query = query.join("pg_catalog.pg_class AS c", on="c.relname = v.viewname AND c.relkind = 'v'").where(
+            exp.EQ(this=exp.column("oid", "c"), expression=view.copy()))
+    return exp.Subquery(this=query)
+
+
 def _quote_ident(value: exp.Expression) -> exp.Expression:
     """quote_ident: the name as is when it needs no quotes (lower case letters, digits, _
     and $, not starting with a digit, not a reserved word), else in double quotes."""
@@ -633,8 +718,74 @@ def _args(node: exp.Expression) -> list[exp.Expression]:
     return [a for a in (node.args.get("this"), node.args.get("expression")) if a is not None]
 
 
+def _srf_call(node: exp.Expression) -> tuple[str, exp.Expression] | None:
+    """(kind, array) of a set-returning function over an array in a select list: unnest,
+    generate_subscripts or information_schema._pg_expandarray (pgjdbc's key columns)."""
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous):
+        node = node.expression
+    if isinstance(node, exp.Explode) and not isinstance(node.parent, exp.Table):
+        return "unnest", node.this
+    if isinstance(node, exp.Anonymous) and node.expressions:
+        name = node.name.lower()
+        if name == "generate_subscripts":
+            dimension = node.expressions[1] if len(node.expressions) == 2 else None
+            while isinstance(dimension, exp.Cast):
+                dimension = dimension.this
+            if not (isinstance(dimension, exp.Parameter) or dimension is not None and dimension.sql() == "1"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "generate_subscripts is supported for dimension 1 only")
+            return "subscripts", node.expressions[0]
+        if name == "_pg_expandarray":
+            return "expand", node.expressions[0]
+    return None
+
+
+def _srfs_in_select_lists(tree: exp.Expression) -> None:
+    """Set-returning functions of arrays in a select list as one `LATERAL VIEW posexplode`.
+
+    PostgreSQL runs them in lockstep: as many rows as the longest array has elements, the
+    shorter ones giving NULL past their end. SQLAlchemy's and pgjdbc's reflection queries
+    select `unnest(indkey)` beside `unnest(indclass)`, `generate_subscripts(indkey, 1)` or
+    `_pg_expandarray(indkey)`; Spark allows one generator per select list. So the view
+    counts positions up to the longest array and each call picks its element there."""
+    for k, select in enumerate(list(tree.find_all(exp.Select))):
+        calls = []
+        for expression in select.expressions:
+            for node in expression.walk():
+                found = _srf_call(node)
+                if found is not None and node.find_ancestor(exp.Select) is select:
+                    calls.append((node, *found))
+        if len(calls) < 2 and not any(kind != "unnest" for _, kind, _ in calls):
+            continue  # a lone unnest: Spark's explode in a select list is PostgreSQL's unnest
+        view = f"__srf{k}"
+        position = exp.column("__pos", view)  # 0-based
+        for node, kind, array in calls:
+            size = exp.ArraySize(this=array.copy())
+            inside = exp.LT(this=position.copy(), expression=size)
+            subscript = exp.If(this=inside.copy(), true=exp.Add(this=position.copy(), expression=exp.Literal.number(1)),
+                               false=exp.Null())
+            element = exp.Anonymous(this="try_element_at", expressions=[
+                array.copy(), exp.Add(this=position.copy(), expression=exp.Literal.number(1))])
+            call = node.expression if isinstance(node, exp.Dot) else node
+            if kind == "subscripts" and call.expressions[1].find(exp.Parameter) is not None:
+                # Bound later (psycopg sends the 1 as $1): NULL beyond dimension 1, which a
+                # one-dimensional array does not have.
+                subscript = exp.If(this=exp.EQ(this=call.expressions[1].copy(), expression=exp.Literal.number(1)),
+                                   true=subscript, false=exp.Null())
+            replacement = {"unnest": element, "subscripts": subscript,
+                           "expand": exp.Anonymous(this="named_struct", expressions=[
+                               _str("x"), element, _str("n"), subscript])}[kind]
+            node.replace(replacement)
+        longest = exp.Greatest(this=exp.Literal.number(0),
+                               expressions=[exp.ArraySize(this=array.copy()) for _, _, array in calls])
+        positions = exp.Anonymous(this="array_repeat", expressions=[exp.Literal.number(0), longest])
+        lateral = exp.Lateral(this=exp.Posexplode(this=positions), view=True, alias=exp.TableAlias(
+            this=exp.to_identifier(view), columns=[exp.to_identifier("__pos"), exp.to_identifier("__unused")]))
+        select.append("laterals", lateral)
+
+
 def rewrite(tree: exp.Expression) -> exp.Expression:
     """Rewrite the PostgreSQL catalog constructs in a query."""
+    _srfs_in_select_lists(tree)
     # PostgreSQL has no lambdas: sqlglot reads `f(data->'k')`, for a function it does not
     # know, as a lambda `data -> 'k'`. Read each such text again as the JSON operator it is.
     for lam in list(tree.find_all(exp.Lambda)):
@@ -797,6 +948,10 @@ def _swap(node: exp.Expression) -> exp.Expression:
                     and isinstance(value, exp.Literal) and value.is_string \
                     and _ARRAY_TEXT.match(value.this):
                 node.set(side, _array_literal(value.this))
+    if isinstance(node, _COMPARISONS) and isinstance(node.expression, exp.Anonymous) \
+            and node.expression.name.upper() == "ALL" and len(node.expression.expressions) == 1 \
+            and not isinstance(node.expression.expressions[0], (exp.Select, exp.Subquery)):
+        return _all_of_array(node)
     if isinstance(node, exp.Collate):
         return node.this
     if isinstance(node, exp.Cast):

@@ -196,7 +196,18 @@ def _array_to_string(node: exp.ArrayToString) -> exp.Expression:
     return _fn("array_join", *args)
 
 
+def _array_remove(node: exp.ArrayRemove) -> exp.Expression:
+    """array_remove(a, NULL) removes the NULLs (Spark's answer would be NULL)."""
+    array, element = node.this, node.expression
+    element_var = exp.to_identifier("__x")
+    not_null = exp.Lambda(this=exp.Not(this=exp.Is(this=exp.column(element_var), expression=exp.Null())),
+                          expressions=[element_var])
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=element.copy(), expression=exp.Null()),
+                                true=_fn("filter", array, not_null))], default=_fn("array_remove", array, element))
+
+
 _REWRITES: dict[type, Callable] = {
+    exp.ArrayRemove: _array_remove,
     exp.Log: _log,
     exp.Ln: _ln,
     exp.Sqrt: _sqrt,
@@ -219,6 +230,29 @@ def rewrite(node: exp.Expression) -> exp.Expression:
     """PostgreSQL's semantics for one function call, where Spark's differ."""
     make = _REWRITES.get(type(node))
     return make(node) if make is not None else node
+
+
+def _json_scalar(value: exp.Expression) -> exp.Expression:
+    """A value as JSON text: Spark's to_json of a one-element array, brackets cut off."""
+    text = _fn("to_json", exp.Array(expressions=[value.copy()]))
+    return _fn("substring", text, exp.Literal.number(2), exp.Sub(this=_fn("length", text), expression=exp.Literal.number(2)))
+
+
+def json_build_object(args: list[exp.Expression]) -> exp.Expression:
+    """json_build_object(k1, v1, ...): `{"k1" : v1, ...}` as PostgreSQL writes it (keys as text)."""
+    if len(args) % 2:
+        return pg_error("22023", "argument list must have even number of elements")
+    pairs = []
+    for i in range(0, len(args), 2):
+        key = _json_scalar(exp.Cast(this=args[i].copy(), to=exp.DataType.build("TEXT")))
+        key = exp.Case(ifs=[exp.If(this=exp.Is(this=args[i].copy(), expression=exp.Null()),
+                                   true=pg_error("22023", f"argument {i + 1} cannot be null"))], default=key)
+        pairs.append(exp.DPipe(this=exp.DPipe(this=key, expression=exp.Literal.string(" : ")),
+                               expression=_json_scalar(args[i + 1])))
+    if not pairs:
+        return exp.Literal.string("{}")
+    body = _fn("concat_ws", exp.Literal.string(", "), *pairs)
+    return exp.DPipe(this=exp.DPipe(this=exp.Literal.string("{"), expression=body), expression=exp.Literal.string("}"))
 
 
 # -- with types -----------------------------------------------------------------------------

@@ -58,12 +58,14 @@ def strip_comments(tree: exp.Expression) -> exp.Expression:
 
 def check_relations(tree: exp.Expression, registered: set[str]) -> None:
     """Every table a resolved tree reads is a view we registered for it or one of its CTEs."""
-    names = set(registered) | {c.alias_or_name for c in tree.find_all(exp.CTE)}
+    # Spark resolves names case-insensitively (spark.sql.caseSensitive is off), and so may
+    # qualification have spelled them.
+    names = {n.lower() for n in registered} | {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
         target = table.this
         if isinstance(target, exp.Identifier):
             if table.args.get("db") is not None or table.args.get("catalog") is not None \
-                    or target.name not in names:
+                    or target.name.lower() not in names:
                 raise SqlError(FEATURE_NOT_SUPPORTED, f'relation "{target.name}" cannot be read here')
         elif not isinstance(target, _TABLE_FUNCTIONS):
             raise SqlError(FEATURE_NOT_SUPPORTED, "only catalogued table functions can stand in FROM")

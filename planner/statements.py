@@ -101,6 +101,21 @@ class Rollback(Statement):
 
 
 @dataclass(frozen=True)
+class Savepoint(Statement):
+    name: str
+
+
+@dataclass(frozen=True)
+class ReleaseSavepoint(Statement):
+    name: str
+
+
+@dataclass(frozen=True)
+class RollbackToSavepoint(Statement):
+    name: str
+
+
+@dataclass(frozen=True)
 class SetVariable(Statement):
     name: str
     value: str | None  # None means DEFAULT
@@ -167,3 +182,25 @@ class Parsed:
     text: str
     offset: int = 0
     params: list[int] = field(default_factory=list)  # $n numbers it uses
+
+
+@dataclass(frozen=True)
+class Listen(Statement):
+    channel: str
+
+
+@dataclass(frozen=True)
+class Unlisten(Statement):
+    channel: str | None  # None: UNLISTEN *
+
+
+@dataclass(frozen=True)
+class Notify(Statement):
+    channel: str
+    payload: str = ""
+
+
+@dataclass(frozen=True)
+class SetTransaction(Statement):
+    """SET [SESSION] TRANSACTION / SET SESSION CHARACTERISTICS AS TRANSACTION: accepted,
+    every transaction being serializable here."""

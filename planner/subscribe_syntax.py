@@ -83,8 +83,19 @@ class CloseCursor(st.Statement):
 
 @dataclass(frozen=True)
 class CopyTo(st.Statement):
+    """COPY (query | SUBSCRIBE) TO STDOUT, or COPY t TO STDOUT, with PostgreSQL's options."""
+
     inner: st.Statement
-    binary: bool = False
+    format: str = "text"  # text | csv | binary
+    delimiter: str | None = None
+    null: str | None = None
+    header: bool = False
+    quote: str = '"'
+    escape: str | None = None
+
+    @property
+    def binary(self) -> bool:
+        return self.format == "binary"
 
 
 @dataclass(frozen=True)
@@ -395,18 +406,9 @@ def parse_copy(s: Scanner) -> st.Statement:
     s.expect("to")
     if not s.accept("stdout"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... TO supports only STDOUT")
-    binary = False
-    if s.accept("with"):
-        s.expect_punct("(")
-        while not s.accept_punct(")"):
-            opt = s.ident("option")
-            if opt == "format":
-                fmt = s.ident("format")
-                if fmt not in ("text", "binary"):
-                    raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY format {fmt} is not supported")
-                binary = fmt == "binary"
-            else:
-                raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY option {opt} is not supported")
-            s.accept_punct(",")
-    s.expect_end()
-    return CopyTo(inner, binary)
+    from planner.copy_syntax import copy_out_options
+
+    options = copy_out_options(s)
+    if isinstance(inner, Subscribe) and options.get("format", "text") != "text":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (SUBSCRIBE ...) TO STDOUT streams in text format only")
+    return CopyTo(inner, **options)

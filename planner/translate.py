@@ -29,6 +29,7 @@ class TableSource:
 
     spark_name: str
     columns: dict[str, str]  # column name → Spark type, for type inference
+    oid: int | None = None  # the relation's pg_class OID: what its `tableoid` system column holds
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ class SessionContext:
     version: str
     now_literal: str  # transaction start, 'YYYY-MM-DD HH:MM:SS.ffffff'
     backend_pid: int = 0
+    server_addr: str | None = None  # inet_server_addr(): None over a Unix socket
+    server_port: int | None = None
+    client_addr: str | None = None
+    client_port: int | None = None
 
 
 def referenced_relations(tree: exp.Expression) -> list[str]:
@@ -106,12 +111,17 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
              params: dict[int, exp.Expression] | None = None) -> exp.Expression:
     tree = tree.copy()
     names = _written_names(tree)
+    _unqualify_columns(tree)
     tree = pg_compat.rewrite(tree)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     schema: dict[str, dict[str, str]] = {}
+    oids: dict[str, int] = {}  # a relation's name or alias in the query → its OID
     for table in list(tree.find_all(exp.Table)):
         if isinstance(table.this, (exp.ExplodingGenerateSeries, exp.GenerateSeries)):
             table.replace(_series(table))
+            continue
+        if isinstance(table.this, exp.Anonymous) and table.this.name.lower() in _ARRAY_TABLE_FUNCTIONS:
+            table.replace(_ARRAY_TABLE_FUNCTIONS[table.this.name.lower()](table))
             continue
         if not _is_relation(table):
             continue
@@ -126,16 +136,36 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
             new = exp.Table(this=exp.to_identifier(source.spark_name),
                             alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
             schema[source.spark_name] = source.columns
+            if source.oid is not None:
+                oids[(alias.name if alias is not None else name).lower()] = source.oid
         else:
             inner = _resolve(source.query, resolve, ctx, None)
             new = exp.Subquery(this=inner,
                                alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
         table.replace(new)
+    _table_oids(tree, oids)
     tree = _pg_types(tree)
     tree = _replace_functions(tree, ctx)
     if params:
         tree = _bind(tree, params)
     return _quote_unsafe(_name_outputs(_typed(tree, schema), names))
+
+
+def _table_oids(tree: exp.Expression, oids: dict[str, int]) -> None:
+    """`c.tableoid`, PostgreSQL's system column (psql's \\dd reads it): the relation's OID."""
+    for column in list(tree.find_all(exp.Column)):
+        if column.name.lower() == "tableoid" and column.table and column.table.lower() in oids:
+            column.replace(exp.Literal.number(oids[column.table.lower()]))
+
+
+def _unqualify_columns(tree: exp.Expression) -> None:
+    """`pg_catalog.pg_namespace.oid` and `materialize.public.t.id` as `pg_namespace.oid`
+    and `t.id`: a relation is referred to by its name, and each name we know stands for one
+    relation (SQLAlchemy's reflection qualifies its columns so)."""
+    for column in tree.find_all(exp.Column):
+        if column.args.get("db") is not None:
+            column.set("db", None)
+            column.set("catalog", None)
 
 
 # Spark's lexer takes only ASCII letters, digits and _ in unquoted identifiers;
@@ -166,6 +196,44 @@ def _series(table: exp.Table) -> exp.Subquery:
         this=exp.to_identifier(alias.name if alias is not None else "generate_series", quoted=True)))
 
 
+def _table_alias(table: exp.Table, default: str) -> tuple[str, list[str] | None]:
+    alias = table.args.get("alias")
+    if alias is None:
+        return default, None
+    columns = [c.name for c in alias.args.get("columns") or []]
+    return alias.name or default, columns or None
+
+
+def _subscripts_relation(table: exp.Table) -> exp.Expression:
+    """FROM generate_subscripts(a, d): 1 .. the array's length for dimension 1; no rows for an
+    empty array or any other dimension (a one-dimensional array has no other)."""
+    args = table.this.expressions
+    if len(args) != 2:
+        raise SqlError("42883", "function generate_subscripts with these arguments does not exist")
+    array, dimension = args
+    name, columns = _table_alias(table, "generate_subscripts")
+    size = exp.ArraySize(this=array.copy())
+    values = exp.If(this=exp.and_(exp.EQ(this=dimension.copy(), expression=exp.Literal.number(1)),
+                                  exp.GT(this=size, expression=exp.Literal.number(0))),
+                    true=exp.Anonymous(this="sequence", expressions=[exp.Literal.number(1), size.copy()]),
+                    false=exp.Anonymous(this="array", expressions=[]))
+    column = columns[0] if columns else name
+    select = exp.select(exp.alias_(exp.Explode(this=values), exp.to_identifier(column, quoted=True)))
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+
+
+def _expandarray_relation(table: exp.Table) -> exp.Expression:
+    """FROM information_schema._pg_expandarray(a): (x, n), each element and its position."""
+    name, columns = _table_alias(table, "_pg_expandarray")
+    x, n = (columns + ["n"])[:2] if columns else ("x", "n")
+    inner = exp.Subquery(this=exp.select(exp.Posexplode(this=table.this.expressions[0].copy())),
+                         alias=exp.TableAlias(this=exp.to_identifier("__e")))
+    select = exp.select(exp.alias_(exp.column("col", "__e"), exp.to_identifier(x, quoted=True)),
+                        exp.alias_(exp.Add(this=exp.column("pos", "__e"), expression=exp.Literal.number(1)),
+                                   exp.to_identifier(n, quoted=True))).from_(inner)
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+
+
 def _series_values(start: exp.Expression, end: exp.Expression, step: exp.Expression | None = None) -> exp.Expression:
     """The values of generate_series as an array: none when `end` lies the other way from
     `start` (Spark's sequence would count back, or fail), PostgreSQL's error for a zero step."""
@@ -180,6 +248,13 @@ def _series_values(start: exp.Expression, end: exp.Expression, step: exp.Express
                true=pg_functions.pg_error("22023", "step size cannot equal zero")),
         exp.If(this=exp.or_(upward, downward), true=sequence)],
         default=exp.Anonymous(this="array", expressions=[]))
+
+
+_ARRAY_TABLE_FUNCTIONS = {
+    "pg_get_keywords": lambda table: pg_compat.keywords_relation(table.args.get("alias")),
+    "generate_subscripts": _subscripts_relation,
+    "_pg_expandarray": _expandarray_relation,
+}
 
 
 def _literal_ts(ctx: SessionContext) -> exp.Expression:
@@ -223,7 +298,14 @@ def _replace_functions(tree: exp.Expression, ctx: SessionContext) -> exp.Express
         "transaction_timestamp": lambda: _literal_ts(ctx),
         "statement_timestamp": lambda: _literal_ts(ctx),
         "current_catalog": lambda: exp.Literal.string(ctx.database),
+        "current_database": lambda: exp.Literal.string(ctx.database),  # pg_catalog.current_database()
+        "current_schema": lambda: exp.Literal.string("public"),
+        "getdatabaseencoding": lambda: exp.Literal.string("UTF8"),
         "version": lambda: exp.Literal.string(ctx.version),
+        "inet_server_addr": lambda: _maybe(ctx.server_addr, "TEXT"),
+        "inet_server_port": lambda: _maybe(ctx.server_port, "INT"),
+        "inet_client_addr": lambda: _maybe(ctx.client_addr, "TEXT"),
+        "inet_client_port": lambda: _maybe(ctx.client_port, "INT"),
     }
 
     def swap(node: exp.Expression) -> exp.Expression:
@@ -242,6 +324,12 @@ def _replace_functions(tree: exp.Expression, ctx: SessionContext) -> exp.Express
     return tree.transform(swap)
 
 
+def _maybe(value: str | int | None, spark_type: str) -> exp.Expression:
+    if value is None:
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(spark_type))
+    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
+
+
 def _bind(tree: exp.Expression, params: dict[int, exp.Expression]) -> exp.Expression:
     def swap(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal):
@@ -250,14 +338,23 @@ def _bind(tree: exp.Expression, params: dict[int, exp.Expression]) -> exp.Expres
                 raise SqlError("08P01", f"there is no parameter ${n}")
             value = params[n].copy()
             if isinstance(node.parent, (exp.Limit, exp.Offset)):
-                # Spark wants an INT there; PostgreSQL reads NULL as no limit / no offset.
-                if isinstance(value, exp.Cast) and isinstance(value.this, exp.Null):
-                    return exp.Literal.number(2**31 - 1 if isinstance(node.parent, exp.Limit) else 0)
-                return exp.Cast(this=value, to=exp.DataType.build("INT"))
+                return exp.Cast(this=value, to=exp.DataType.build("INT"))  # Spark wants an INT there
             return value
         return node
 
-    return tree.transform(swap)
+    tree = tree.transform(swap)
+    for call in list(tree.find_all(exp.Anonymous)):
+        if call.name == pg_compat.JSON_PARAMETER:
+            call.replace(pg_compat.json_input(call.expressions[1].this, call.expressions[0]))
+    for clause in list(tree.find_all(exp.Limit, exp.Offset)):
+        # PostgreSQL reads a NULL limit or offset (`LIMIT $1::INTEGER` with NULL, as when a
+        # statement is described) as none; Spark refuses it.
+        value = clause.expression
+        while isinstance(value, exp.Cast):
+            value = value.this
+        if isinstance(value, exp.Null):
+            clause.set("expression", exp.Literal.number(2**31 - 1 if isinstance(clause, exp.Limit) else 0))
+    return tree
 
 
 _INTEGRAL = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
@@ -356,6 +453,8 @@ def _name_outputs(tree: exp.Expression, names: list[str] | None) -> exp.Expressi
         ]
     renamed: dict[str, int] = {}
     for pos, (e, name) in enumerate(zip(list(selects.expressions), names), start=1):
+        if isinstance(e, exp.Star) or isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+            continue  # a * that qualification could not expand: Spark names its columns
         inner = e.this if isinstance(e, exp.Alias) else e
         if isinstance(e, exp.Alias) and e.alias != name:
             renamed[e.alias] = pos

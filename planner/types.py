@@ -145,6 +145,12 @@ def column_type(name: str, modifiers: tuple[int, ...] = (), is_array: bool = Fal
     base = lookup(name)
     if base is None or base.name not in COLUMN_TYPES:
         raise SqlError("42704", f'type "{name}" does not exist')
+    if name.lower() == "float" and modifiers:
+        # float(p): real up to 24 bits of precision, double precision up to 53 (pandas writes FLOAT(53)).
+        bits = modifiers[0]
+        if len(modifiers) > 1 or not 1 <= bits <= 53:
+            raise SqlError("22023", f"precision for type float must be {'at least 1 bit' if bits < 1 else 'less than 54 bits'}")
+        return SqlType(BY_NAME["real" if bits <= 24 else "double precision"], -1, is_array)
     if base.name == "numeric":
         return SqlType(base, _numeric_typmod(modifiers), is_array)
     if base.name in ("character varying", "character"):

@@ -24,6 +24,8 @@ if [ "$runtime_only" = 0 ]; then
   # Driver tests: pgjdbc, compiled against and run by the test with javac.
   [ -f /usr/share/java/postgresql.jar ] || apt_packages+=(libpostgresql-jdbc-java)
   command -v javac >/dev/null 2>&1 || apt_packages+=(default-jdk-headless)
+  # Driver tests: node-postgres, pg-cursor and pg-copy-streams (tests/node, npm ci below).
+  command -v npm >/dev/null 2>&1 || apt_packages+=(nodejs npm)
 fi
 # Any python3 will do if it has venv (python:3.11-slim has it in /usr/local/bin);
 # Debian's own needs python3-venv beside it.
@@ -52,6 +54,7 @@ fi
 "$venv/bin/pip" install -q --upgrade pip
 if [ "$runtime_only" = 0 ]; then
   "$venv/bin/pip" install -q -e ".[test]"
+  (cd tests/node && npm ci --no-audit --no-fund --silent)
 else
   "$venv/bin/pip" install -q .
 fi

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import itertools
 import logging
 import os
@@ -13,6 +14,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from planner.errors import INSUFFICIENT_PRIVILEGE, SqlError
+from planner.pg_compat import DATABASE_OID
 from server import metrics
 from server.connection import Connection
 from server.coordinator import Coordinator
@@ -53,6 +56,7 @@ class Server:
         self.engine = SparkEngine(config.spark_master, conf=config.spark_conf, data_dir=config.data_dir)
         self.coordinator = Coordinator(config.data_dir, self.engine)
         self.sources = SourceManager(self.coordinator, config.kafka_spark_reads)
+        self.coordinator.activity = self.activity_rows
         self.sessions: dict[int, Connection] = {}
         self.subscribe_limits = SubscribeLimits(config.subscribe_buffer_bytes,
                                                 config.subscribe_stall_timeout or None)
@@ -87,6 +91,41 @@ class Server:
                                                       secret.to_bytes(4, "big", signed=False)):
             log.info("cancel request", extra={"event": "cancel", "pid": pid})
             conn.cancel()
+
+    def activity_rows(self) -> list[tuple]:
+        """pg_stat_activity: one row per logged-in session."""
+        rows = []
+        for conn in list(self.sessions.values()):
+            session, activity = getattr(conn, "session", None), getattr(conn, "activity", None)
+            if session is None or activity is None:
+                continue
+            activity.application_name = session.settings.values.get("application_name", "")
+            xact_start = session.txn.started.replace(tzinfo=datetime.UTC) if session.txn is not None else None
+            rows.append(activity.row(DATABASE_OID, session.database, session.status, xact_start))
+        return rows
+
+    def signal(self, caller_user: str, pid: int, terminate: bool) -> bool:
+        """pg_cancel_backend / pg_terminate_backend: False when no session has that pid; a
+        session of another user may not be signalled (42501)."""
+        conn = self.sessions.get(pid)
+        if conn is None or getattr(conn, "session", None) is None:
+            return False
+        if conn.session.user != caller_user:
+            raise SqlError(INSUFFICIENT_PRIVILEGE, "permission denied to "
+                           + ("terminate process" if terminate else "cancel query"),
+                           detail="Only a session of the same role may be signalled.")
+        if terminate:
+            conn.terminate()
+        else:
+            conn.cancel()
+        return True
+
+    def notify(self, from_pid: int, channel: str, payload: str) -> None:
+        """Deliver a NOTIFY to every session that LISTENs to the channel (its own included)."""
+        for conn in list(self.sessions.values()):
+            session = getattr(conn, "session", None)
+            if session is not None and channel in session.listening:
+                conn.notification(from_pid, channel, payload)
 
     def metrics_error(self, sqlstate: str) -> None:
         metrics.ERRORS.inc(sqlstate=sqlstate)

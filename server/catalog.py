@@ -91,6 +91,13 @@ class Catalog:
     items: dict[str, Item] = field(default_factory=dict)  # by id
     next_id: int = 1
     system: dict[str, str] = field(default_factory=dict)  # ALTER SYSTEM settings
+    # A copy's ids come from the catalog it copies: ids a transaction block takes are then
+    # taken for every session, and its COMMIT does not collide with another's CREATE.
+    id_source: Catalog | None = field(default=None, repr=False, compare=False)
+
+    def copy(self) -> Catalog:
+        """An independent copy (items are immutable), for a transaction block's staged DDL."""
+        return Catalog(dict(self.items), self.next_id, dict(self.system), self)
 
     # -- reading --------------------------------------------------------------
     def get(self, name: str) -> Item | None:
@@ -125,6 +132,10 @@ class Catalog:
 
     # -- planning changes (pure: they return operations) -----------------------
     def allocate_id(self) -> str:
+        if self.id_source is not None:
+            ident = self.id_source.allocate_id()
+            self.next_id = max(self.next_id, int(ident[1:]) + 1)
+            return ident
         ident = f"u{self.next_id}"
         self.next_id += 1
         return ident

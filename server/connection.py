@@ -35,7 +35,9 @@ from planner.params import infer_types
 from planner.parser import parse, parse_one
 from planner.types import SqlType
 from server import metrics, values
-from server.copy_out import copy_text
+from server.activity import Activity
+from server.copy_format import CopyOptions
+from server.copy_out import CopyOut
 from server.protocol import messages as m
 from server.protocol.scram import ScramError, ScramServer
 from server.session import Outcome, Session
@@ -90,10 +92,17 @@ class Connection:
         self._work: asyncio.Task | None = None
         self.peer = writer.get_extra_info("peername")
         self.tls = False
+        self.activity: Activity | None = None  # pg_stat_activity's line, once logged in
 
     # -- I/O ------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
         self.out.append(data)
+
+    def notification(self, pid: int, channel: str, payload: str) -> None:
+        """Send a NOTIFY now: PostgreSQL's clients take a NotificationResponse at any time."""
+        self.send(m.notification_response(pid, channel, payload))
+        task = asyncio.get_running_loop().create_task(self.flush())
+        task.add_done_callback(lambda t: t.exception())  # a client gone meanwhile: nothing to do
 
     async def flush(self) -> None:
         if self.out:
@@ -211,6 +220,14 @@ class Connection:
         self.session.on_overflow = self._overflow
         self.session.subscribe_limits = self.server.subscribe_limits
         self.session.deallocate = self._deallocate_statement
+        self.session.notify = lambda channel, payload: self.server.notify(self.pid, channel, payload)
+        self.session.signal = lambda pid, terminate: self.server.signal(user, pid, terminate)
+        peer = self.peer if isinstance(self.peer, tuple) else (None, None)
+        local = self.writer.get_extra_info("sockname")
+        local = local if isinstance(local, tuple) else (None, None)
+        self.session.endpoints = (local[0], local[1], peer[0], peer[1])
+        self.activity = Activity(self.pid, user, settings.values.get("application_name", ""),
+                                 peer[0], peer[1])
         self.session.server_sources = self.server.sources
         self.server.sessions[self.pid] = self
         metrics.SESSIONS.inc()
@@ -258,6 +275,9 @@ class Connection:
         extended = type(msg) in _EXTENDED
         if extended and self.skip_until_sync:
             return
+        statement = self._statement_text(msg)
+        if statement is not None and self.activity is not None:
+            self.activity.start(statement)
         try:
             await handler(self, msg)
         except SqlError as err:
@@ -277,10 +297,22 @@ class Connection:
                 self.skip_until_sync = True
             else:
                 self.send(m.ready_for_query(self.session.status))
+        finally:
+            if statement is not None and self.activity is not None:
+                self.activity.finish()
         # PostgreSQL flushes every ErrorResponse at once: a client that sent
         # Parse/Describe/Flush (asyncpg) waits for it before sending Sync.
         if not extended or isinstance(msg, m.Flush) or self.skip_until_sync:
             await self.flush()
+
+    def _statement_text(self, msg) -> str | None:
+        """The statement a message runs, for pg_stat_activity (None for the others)."""
+        if isinstance(msg, m.Query):
+            return msg.sql
+        if isinstance(msg, m.Execute):
+            portal = self.portals.get(msg.portal)
+            return portal.prepared.parsed.text if portal is not None else None
+        return None
 
     def _send_error(self, err: SqlError, severity: str | None = None, notice: bool = False) -> None:
         fields = m.error_fields(severity or err.severity, err.sqlstate, err.message,
@@ -314,7 +346,9 @@ class Connection:
                 await self._send_copy(outcome)
                 continue
             if outcome.copy_in is not None:
-                count = await session.copy_in(outcome.copy_in, await self._receive_copy(len(outcome.copy_in.positions)))
+                copy_in = outcome.copy_in
+                binary = 1 if copy_in.options.format == "binary" else 0
+                count = await session.copy_in(copy_in, await self._receive_copy(len(copy_in.positions), binary))
                 self.send(m.command_complete(f"COPY {count}"))
                 continue
             if outcome.returns_rows:
@@ -329,12 +363,12 @@ class Connection:
         self._drop_portals_outside_transaction()
         self.send(m.ready_for_query(session.status))
 
-    async def _receive_copy(self, columns: int) -> bytes:
+    async def _receive_copy(self, columns: int, fmt: int = 0) -> bytes:
         """COPY ... FROM STDIN: the client's CopyData until CopyDone, all of it.
 
         Flush and Sync are ignored in copy-in mode, as PostgreSQL does; CopyFail, or any other
         message, ends the COPY with an error (that message is not run)."""
-        self.send(m.copy_in_response(0, [0] * columns))
+        self.send(m.copy_in_response(fmt, [fmt] * columns))
         await self.flush()
         chunks: list[bytes] = []
         while True:
@@ -353,12 +387,15 @@ class Connection:
     async def _send_copy(self, outcome: Outcome) -> None:
         """COPY ... TO STDOUT, and a bare SUBSCRIBE: a CopyOut stream of text rows."""
         types = outcome.types
-        self.send(m.copy_out_response(0, [0] * len(types)))
+        encoder = CopyOut(outcome.copy_options or CopyOptions(), types)
+        fmt = encoder.overall_format
+        self.send(m.copy_out_response(fmt, [fmt] * len(types)))
+        self.send(encoder.header(outcome.names))
         count = 0
         if outcome.stream is None:
             table = outcome.table
             for start in range(0, table.num_rows, ROWS_PER_WRITE):
-                self.send(copy_text(types, table.slice(start, ROWS_PER_WRITE)))
+                self.send(encoder.messages(table.slice(start, ROWS_PER_WRITE)))
                 await self.flush()
             count = table.num_rows
         else:
@@ -369,7 +406,7 @@ class Connection:
                     tables = sub.take(None, BYTES_PER_WRITE)
                     if tables:
                         for table in tables:
-                            self.send(copy_text(types, table))
+                            self.send(encoder.messages(table))
                             count += table.num_rows
                         await self.flush()
                     if sub.error is not None and not sub.buffered:
@@ -378,6 +415,7 @@ class Connection:
                         break
             finally:
                 sub.close()
+        self.send(encoder.trailer())
         self.send(m.copy_done())
         self.send(m.command_complete(f"COPY {count}" if outcome.tag == "COPY" else "SUBSCRIBE"))
 
@@ -586,6 +624,19 @@ class Connection:
     def cancel(self) -> None:
         if self.session is not None:
             self.session.cancel()
+
+    def terminate(self) -> None:
+        """pg_terminate_backend: stop what runs, tell the client, close the session."""
+        self.cancel()
+
+        async def close() -> None:
+            with contextlib.suppress(Exception):  # the client may be gone already
+                await self._fatal(ADMIN_SHUTDOWN, "terminating connection due to administrator command")
+            await self.inbox.put(None)
+            if self._work is not None and not self._work.done():
+                self._work.cancel()
+
+        asyncio.get_running_loop().create_task(close())
 
     async def shutdown(self) -> None:
         await self._fatal(ADMIN_SHUTDOWN, "terminating connection due to administrator command")

@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -91,6 +92,7 @@ class Coordinator:
         self._frontier = 0  # every timestamp below it is complete: no write will land there
         self.listeners: set = set()  # objects with on_commit(ts, updates) and on_frontier()
         self.sources = None  # the server's SourceManager (set by it), for mz_source_statuses
+        self.activity: Callable[[], list[tuple]] = list  # pg_stat_activity's rows (set by the server)
         self.read_holds: dict[object, int] = {}  # holder → oldest timestamp it still reads
         self._ticker: asyncio.Task | None = None
         self._committing: int | None = None  # timestamp of the commit being written, if any
@@ -233,11 +235,13 @@ class Coordinator:
             if not future.done():
                 future.set_result(ts)
 
-    def _dropped_while_running(self, updates: dict[str, pa.Table]) -> SqlError | None:
+    def _dropped_while_running(self, updates: dict[str, pa.Table],
+                               created: frozenset[str] = frozenset()) -> SqlError | None:
         """A write checked its table before waiting for the lock, and a DROP TABLE that held
         the lock may have removed it since: a record naming a gone collection would make
-        the log unreadable at the next start."""
-        gone = next((cid for cid, t in updates.items() if t.num_rows and cid not in self.store.collections), None)
+        the log unreadable at the next start. (`created`: collections the same record creates.)"""
+        gone = next((cid for cid, t in updates.items()
+                     if t.num_rows and cid not in self.store.collections and cid not in created), None)
         if gone is None:
             return None
         return SqlError(UNDEFINED_TABLE, f'relation "{self._dropped_names.get(gone, gone)}" does not exist: '
@@ -246,7 +250,8 @@ class Coordinator:
     async def commit(self, catalog_ops: list[dict], updates: dict[str, pa.Table]) -> int:
         """Commit catalog changes and updates at one new timestamp. Hold `write_lock`."""
         assert self.write_lock.locked(), "commits are sequenced by the write lock"
-        dropped = self._dropped_while_running(updates)
+        created = frozenset(op["collection"] for op in catalog_ops if op.get("op") == "create_collection")
+        dropped = self._dropped_while_running(updates, created)
         if dropped is not None:
             raise dropped
         ts = self._next_ts()
@@ -308,27 +313,31 @@ class Coordinator:
         self.read_holds.pop(holder, None)
 
     # -- reads ------------------------------------------------------------------
-    def resolver(self, views: dict[str, tuple[str, Item]], ctx: SessionContext | None = None) -> Resolver:
+    def resolver(self, views: dict[str, tuple[str, Item]], ctx: SessionContext | None = None,
+                 catalog: Catalog | None = None) -> Resolver:
         """Resolve names against the catalog, noting each table read in `views`.
 
-        System relations (pg_catalog, information_schema, mz_internal) are computed
-        now, from the live catalog, and noted as `system:<schema>.<name>`.
+        `catalog` is the one a transaction block sees, with the tables and views it created
+        or dropped (the live one when None). System relations (pg_catalog,
+        information_schema, mz_internal) are computed now, from that catalog, and noted as
+        `system:<schema>.<name>`.
         """
         qid = next(self._query_ids)
+        catalog = catalog or self.catalog
 
         def resolve(name: str):
             system = system_catalog.find(name)
             if system is not None:
-                return self._system_source(system, views, qid, ctx)
+                return self._system_source(system, views, qid, ctx, catalog)
             if "." in name:
                 return None
-            item = self.catalog.get(name)
+            item = catalog.get(name)
             if item is None:
                 return None
             if item.kind in ("view", "source"):
                 from planner.parser import parse_one
 
-                text = item.sql if item.kind == "view" else source_progress_sql(item, self.catalog)
+                text = item.sql if item.kind == "view" else source_progress_sql(item, catalog)
                 return ViewSource(parse_one(text).statement.ast)
             if item.kind != "table":
                 raise SqlError("42809", f'"{name}" is a {item.kind}, not a relation')
@@ -342,21 +351,23 @@ class Coordinator:
         return resolve
 
     def _system_source(self, rel: system_catalog.Relation, views: dict, qid: int,
-                       ctx: SessionContext | None) -> TableSource:
+                       ctx: SessionContext | None, catalog: Catalog) -> TableSource:
         key = f"system:{rel.qualified}"
         if key not in views:
             snapshot = system_catalog.Snapshot(
-                self.catalog.sorted_items(), [s for s in self.listeners if hasattr(s, "rows_sent")],
-                dict(self.catalog.system), ctx.user if ctx is not None else system_catalog.OWNER,
-                self.sources, self.background_rows())
+                catalog.sorted_items(), [s for s in self.listeners if hasattr(s, "rows_sent")],
+                dict(catalog.system), ctx.user if ctx is not None else system_catalog.OWNER,
+                self.sources, self.background_rows(), self.activity() if rel.name == "pg_stat_activity" else [])
             views[key] = (f"__sw_{qid}_{rel.schema}_{rel.name}", system_catalog.build(rel, snapshot))
         spark_name, table = views[key]
-        return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)})
+        return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)},
+                           rel.oid)
 
     def plan_query(self, ast: exp.Expression, ctx: SessionContext,
-                   params: dict[int, exp.Expression] | None = None) -> tuple[str, dict[str, tuple[str, Item]]]:
+                   params: dict[int, exp.Expression] | None = None,
+                   catalog: Catalog | None = None) -> tuple[str, dict[str, tuple[str, Item]]]:
         views: dict[str, tuple[str, Item]] = {}
-        tree = resolve_tree(ast, self.resolver(views, ctx), ctx, params)
+        tree = resolve_tree(ast, self.resolver(views, ctx, catalog), ctx, params)
         return spark_sql(tree), views
 
     async def query(self, spark_sql: str, views: dict[str, tuple[str, Item]], as_of: int,
@@ -384,8 +395,11 @@ class Coordinator:
                     df = system_catalog.dataframe(spark, item)
                 else:
                     extra = overlay.updates.get(item_id) if overlay else None
+                    # A table the reading transaction block created has no files yet: only
+                    # the rows the block staged.
+                    pending = ([], 0) if item_id not in self.catalog.items else None
                     df = rows_df(spark, self.store, item_id, item.column_names, item.column_types,
-                                 as_of, extra)
+                                 as_of, extra, pending)
                 df.createOrReplaceTempView(spark_name)
                 registered.append(spark_name)
             df = spark.sql(spark_sql)

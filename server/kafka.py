@@ -24,6 +24,7 @@ from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 from planner.types import BY_NAME, SqlType
 from server.catalog import Column, Item
 from server.metrics import KAFKA_BATCHES, SOURCE_LAG, SOURCE_ROWS
+from server.outcome import Outcome
 from spark_backend import kafka_batch, kafka_consumer
 from spark_backend.kafka_decode import DecodePlan, key_label
 from spark_backend.kafka_read import Backlog, backlog_ranges
@@ -364,8 +365,6 @@ def check_errors(item: Item) -> None:
 # -- statements ----------------------------------------------------------------------
 
 async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connection: Item):
-    from server.session import Outcome
-
     coord = session.coord
     options = dict(stmt.options)
     topic = options.get("topic")
@@ -422,8 +421,6 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
 
 
 async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource, source: Item):
-    from server.session import Outcome
-
     coord = session.coord
     reference = stmt.reference.strip('"')
     if reference != source.details["topic"]:

@@ -9,12 +9,11 @@ from __future__ import annotations
 from planner import source_syntax as srcs
 from planner.errors import DUPLICATE_OBJECT, UNDEFINED_OBJECT, SqlError
 from server.catalog import Item
+from server.outcome import Outcome
 from server.protocol.scram import make_verifier
 
 
 async def create_role(session, stmt: srcs.CreateRole, params, ptypes):
-    from server.session import Outcome
-
     session._no_ddl_in_transaction("ALTER ROLE" if stmt.alter else "CREATE ROLE")
     coord = session.coord
     existing = coord.catalog.get(stmt.name)

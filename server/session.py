@@ -12,7 +12,7 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 from sqlglot import exp
@@ -26,6 +26,7 @@ from planner.errors import (
     FEATURE_NOT_SUPPORTED,
     IN_FAILED_TRANSACTION,
     INVALID_CURSOR_NAME,
+    INVALID_PARAMETER_VALUE,
     INVALID_PREPARED_STATEMENT,
     NO_ACTIVE_SQL_TRANSACTION,
     QUERY_CANCELED,
@@ -36,57 +37,30 @@ from planner.errors import (
 from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
-from server import copy_format, copy_load, metrics, roles, sources, subscribe_output, writes
-from server.catalog import Column, Item
-from server.coordinator import VERSION_STRING, Coordinator, Overlay
+from server import (
+    copy_format,
+    copy_load,
+    copy_out,
+    metrics,
+    roles,
+    signals,
+    sources,
+    subscribe_output,
+    transaction,
+    writes,
+)
+from server.catalog import Catalog, Column, Item
+from server.coordinator import VERSION_STRING, Coordinator
 from server.copy_format import CopyOptions
+from server.outcome import CopyIn, Outcome, rows_outcome
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
 from server.subscribe import SubscribeLimits, Subscription
+from server.transaction import Transaction
 
 log = logging.getLogger("sparkwire.session")
 
 TEXT = SqlType(BY_NAME["text"])
 BOOL = SqlType(BY_NAME["boolean"])
-
-
-@dataclass(frozen=True)
-class CopyIn:
-    """Where the rows of a COPY ... FROM STDIN go, once the client has sent them."""
-
-    item: Item
-    positions: list[int]  # the table's column positions, in the data's order
-    options: CopyOptions
-    defaults: dict[int, object]  # values of the columns not in the data
-
-
-@dataclass
-class Outcome:
-    """What a statement produced, for the wire layer to send."""
-
-    tag: str
-    names: list[str] | None = None
-    types: list[SqlType] | None = None
-    table: pa.Table | None = None
-    notices: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
-    parameter_changes: list[tuple[str, str]] = field(default_factory=list)
-    stream: Subscription | None = None  # SUBSCRIBE: rows keep coming until it ends
-    copy: bool = False  # send as COPY ... TO STDOUT
-    copy_in: CopyIn | None = None  # COPY ... FROM STDIN: the wire layer collects the data
-
-    @property
-    def returns_rows(self) -> bool:
-        return self.names is not None
-
-
-def rows_outcome(names: list[str], rows: list[tuple], types: list[SqlType] | None = None,
-                 tag: str | None = None) -> Outcome:
-    """An Outcome from a few Python rows (SHOW results and the like)."""
-    types = types or [TEXT] * len(names)
-    from spark_backend.schema import arrow_type
-
-    arrays = [pa.array([r[i] for r in rows], arrow_type(t)) for i, t in enumerate(types)]
-    table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(names))])
-    return Outcome(tag or f"SELECT {len(rows)}", names, types, table)
 
 
 @dataclass
@@ -102,21 +76,6 @@ class Cursor:
     def close(self) -> None:
         if self.subscription is not None:
             self.subscription.close()
-
-
-@dataclass
-class Transaction:
-    explicit: bool
-    started: datetime.datetime
-    updates: dict[str, list[pa.Table]] = field(default_factory=dict)
-    read_ts: int | None = None
-    holds_lock: bool = False
-    failed: bool = False
-
-    def overlay(self) -> Overlay | None:
-        if not self.updates:
-            return None
-        return Overlay({k: writes.concat_updates(v) for k, v in self.updates.items()})
 
 
 class Session:
@@ -137,6 +96,13 @@ class Session:
         self.subscribe_limits = SubscribeLimits()  # set by the connection, from the server's options
         # Drops a protocol-level prepared statement (None: all); False if it does not exist.
         self.deallocate: Callable[[str | None], bool] = lambda name: True  # set by the connection
+        self.listening: set[str] = set()  # LISTEN channels
+        # (server address, server port, client address, client port): set by the connection.
+        self.endpoints: tuple[str | None, int | None, str | None, int | None] = (None, None, None, None)
+        # Delivers NOTIFY (channel, payload) to every session listening; set by the connection.
+        self.notify: Callable[[str, str], None] = lambda channel, payload: None
+        # pg_cancel_backend / pg_terminate_backend (pid, terminate) -> found; set by the connection.
+        self.signal: Callable[[int, bool], bool] = lambda pid, terminate: False
 
     # -- transaction status ---------------------------------------------------------
     @property
@@ -148,7 +114,7 @@ class Session:
     def _context(self) -> SessionContext:
         started = self.txn.started if self.txn else _now()
         return SessionContext(self.database, self.user, VERSION_STRING,
-                              started.strftime("%Y-%m-%d %H:%M:%S.%f"), self.pid)
+                              started.strftime("%Y-%m-%d %H:%M:%S.%f"), self.pid, *self.endpoints)
 
     def begin_implicit(self) -> None:
         """A multi-statement simple query runs as one transaction, as in PostgreSQL."""
@@ -168,10 +134,13 @@ class Session:
             return
         if self.txn.explicit:
             self.txn.failed = True
-            self.txn.updates.clear()
-            if self.txn.holds_lock:
-                self.coord.write_lock.release()
-                self.txn.holds_lock = False
+            if not self.txn.savepoints:
+                self.txn.updates.clear()
+                if self.txn.holds_lock:
+                    self.coord.write_lock.release()
+                    self.txn.holds_lock = False
+            # With a savepoint the transaction may go on after ROLLBACK TO: it keeps what it
+            # staged before the savepoint, and the write lock its reads were made under.
         else:
             self._release()
 
@@ -191,7 +160,8 @@ class Session:
     async def execute(self, parsed: st.Parsed, params: dict[int, object] | None = None,
                       param_types: dict[int, SqlType] | None = None) -> Outcome:
         stmt = parsed.statement
-        if self.txn is not None and self.txn.failed and not isinstance(stmt, (st.Commit, st.Rollback)):
+        if self.txn is not None and self.txn.failed and \
+                not isinstance(stmt, (st.Commit, st.Rollback, st.RollbackToSavepoint)):
             raise SqlError(IN_FAILED_TRANSACTION,
                            "current transaction is aborted, commands ignored until end of transaction block")
         handler = _HANDLERS.get(type(stmt))
@@ -243,13 +213,16 @@ class Session:
             out = await self.execute(parsed)
             return out.names, out.types
         if isinstance(stmt, (st.Insert, st.Update, st.Delete)) and stmt.returning:
-            item = self.coord.catalog.require(stmt.table)
+            item = self.catalog.require(stmt.table)
             columns = writes.returning_columns(item, stmt.returning, type(stmt).__name__.upper())
             return [name for name, _ in columns], [item.columns[pos].type for _, pos in columns]
         if not isinstance(stmt, st.Query):
             return None
+        if signals.signal_call(stmt.ast, dict.fromkeys(param_types, 0)) is not None:
+            name = "pg_terminate_backend" if "terminate" in parsed.text.lower() else "pg_cancel_backend"
+            return [name], [BOOL]
         nulls = {n: literal(None, t) for n, t in param_types.items()}
-        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), nulls)
+        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), nulls, self.catalog)
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), None,
                                         describe_only=True)
         return result.names, result.types
@@ -280,14 +253,23 @@ class Session:
         return {n: literal(v, types.get(n, TEXT)) for n, v in params.items()}
 
     async def _query(self, stmt: st.Query, params, ptypes) -> Outcome:
-        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), self._bind(params, ptypes))
+        signal = signals.signal_call(stmt.ast, params)
+        if signal is not None:
+            pid, terminate = signal
+            name = "pg_terminate_backend" if terminate else "pg_cancel_backend"
+            found = self.signal(pid, terminate)
+            notices = [] if found else [("WARNING", f"PID {pid} is not a PostgreSQL backend process")]
+            out = rows_outcome([name], [(found,)], [BOOL])
+            out.notices.extend(notices)
+            return out
+        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
         return Outcome(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement
-        spark_sql, views = self.coord.plan_query(inner.ast, self._context(), self._bind(params, ptypes))
+        spark_sql, views = self.coord.plan_query(inner.ast, self._context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(f"EXPLAIN {spark_sql}", views, self._read_ts(None),
                                         group=self.group)
         text = "\n".join(str(v) for v in result.table.column(0).to_pylist())
@@ -316,7 +298,7 @@ class Session:
                 self.txn.updates.setdefault(cid, []).append(table)
 
     def _writable(self, name: str, verb: str) -> Item:
-        item = self.coord.catalog.require(name)
+        item = self.catalog.require(name)
         if item.kind != "table":
             raise SqlError(WRONG_OBJECT_TYPE, f'cannot {verb} {item.kind} "{name}"')
         sources.check_writable(item, verb.split()[0])
@@ -337,7 +319,7 @@ class Session:
         positions = writes.target_columns(item, stmt.columns)
 
         async def work() -> dict[str, pa.Table]:
-            source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes))
+            source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes), self.catalog)
             as_of = self.coord.read_ts()
             overlay = self.txn.overlay() if self.txn else None
             shape = await self.coord.query(source_sql, views, as_of, overlay, describe_only=True)
@@ -374,7 +356,7 @@ class Session:
 
         async def work() -> dict[str, pa.Table]:
             nonlocal count
-            spark_sql, views = self.coord.plan_query(select, self._context(), self._bind(params, ptypes))
+            spark_sql, views = self.coord.plan_query(select, self._context(), self._bind(params, ptypes), self.catalog)
             overlay = self.txn.overlay() if self.txn else None
             result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay,
                                             group=self.group)
@@ -415,8 +397,24 @@ class Session:
             if ops:
                 await self.coord.commit(ops, {})
 
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as this session sees it: with the DDL its transaction block staged."""
+        if self.txn is not None and self.txn.catalog is not None:
+            return self.txn.catalog
+        return self.coord.catalog
+
+    async def _table_ddl(self, plan: Callable[[Catalog], list[dict]]) -> None:
+        """CREATE/DROP TABLE and VIEW: committed at once, or, in a transaction block, staged and
+        committed with the block's writes at COMMIT, atomically (PostgreSQL's transactional
+        DDL). A block's reads see the catalog as committed; its writes see its own tables."""
+        txn = self.txn
+        if txn is None or not txn.explicit:
+            await self._ddl(lambda: plan(self.coord.catalog))
+            return
+        txn.stage_ddl(plan(txn.catalog or self.coord.catalog), self.coord.catalog)
+
     async def _create_table(self, stmt: st.CreateTable, params, ptypes) -> Outcome:
-        self._no_ddl_in_transaction("CREATE TABLE")
         for col in stmt.columns:
             if col.default is not None:
                 # Fail now, not at the first INSERT, on a default that cannot be computed.
@@ -424,21 +422,20 @@ class Session:
                     if not _needs_spark(col.default) else None
         notices = []
 
-        def plan() -> list[dict]:
-            if stmt.if_not_exists and self.coord.catalog.get(stmt.name) is not None:
+        def plan(catalog: Catalog) -> list[dict]:
+            if stmt.if_not_exists and catalog.get(stmt.name) is not None:
                 notices.append(("NOTICE", f'relation "{stmt.name}" already exists, skipping'))
                 return []
-            item = Item(self.coord.catalog.allocate_id(), stmt.name, "table",
+            item = Item(catalog.allocate_id(), stmt.name, "table",
                         tuple(Column(c.name, c.type, c.not_null,
                                      c.default.sql("postgres") if c.default is not None else None)
                               for c in stmt.columns), self.coord.read_ts())
-            return self.coord.catalog.plan_create(item, stmt.if_not_exists)
+            return catalog.plan_create(item, stmt.if_not_exists)
 
-        await self._ddl(plan)
+        await self._table_ddl(plan)
         return Outcome("CREATE TABLE", notices=notices)
 
     async def _create_view(self, stmt: st.CreateView, params, ptypes) -> Outcome:
-        self._no_ddl_in_transaction("CREATE VIEW")
         if any(True for _ in stmt.query.find_all(exp.Parameter)):
             raise SqlError(FEATURE_NOT_SUPPORTED, "views cannot have parameters")
         sql = stmt.sql
@@ -448,33 +445,33 @@ class Session:
         from planner.parser import parse_one
 
         tree = parse_one(sql).statement.ast
-        spark_sql, views = self.coord.plan_query(tree, self._context())
+        spark_sql, views = self.coord.plan_query(tree, self._context(), catalog=self.catalog)
         shape = await self.coord.query(spark_sql, views, self.coord.read_ts(), describe_only=True)
         if len(set(shape.names)) != len(shape.names):
             dup = next(n for n in shape.names if shape.names.count(n) > 1)
             raise SqlError("42701", f'column "{dup}" specified more than once')
-        deps = tuple(self.coord.catalog.require(n).id for n in referenced_relations(tree))
 
-        def plan() -> list[dict]:
-            item = Item(self.coord.catalog.allocate_id(), stmt.name, "view",
+        def plan(catalog: Catalog) -> list[dict]:
+            deps = tuple(catalog.require(n).id for n in referenced_relations(tree))
+            item = Item(catalog.allocate_id(), stmt.name, "view",
                         tuple(Column(n, t) for n, t in zip(shape.names, shape.types)),
                         self.coord.read_ts(), sql, deps)
-            return self.coord.catalog.plan_create(item, replace=stmt.or_replace)
+            return catalog.plan_create(item, replace=stmt.or_replace)
 
-        await self._ddl(plan)
+        await self._table_ddl(plan)
         return Outcome("CREATE VIEW")
 
     async def _drop(self, stmt: st.Drop, params, ptypes) -> Outcome:
-        self._no_ddl_in_transaction(f"DROP {stmt.object_type}")
         notices: list[tuple[str, str]] = []
 
-        def plan() -> list[dict]:
-            ops, skipped = self.coord.catalog.plan_drop(stmt.object_type, stmt.names,
-                                                        stmt.if_exists, stmt.cascade)
+        def plan(catalog: Catalog) -> list[dict]:
+            ops, skipped = catalog.plan_drop(stmt.object_type, stmt.names, stmt.if_exists, stmt.cascade)
+            if any(catalog.items[op["id"]].source_id for op in ops if op.get("op") == "drop"):
+                self._no_ddl_in_transaction("DROP TABLE of a table fed by a source")
             notices.extend(("NOTICE", n) for n in skipped)
             return ops
 
-        await self._ddl(plan)
+        await self._table_ddl(plan)
         if self.server_sources is not None:
             await self.server_sources.forget_dropped()  # a dropped table fed by a source
         return Outcome(f"DROP {stmt.object_type}", notices=notices)
@@ -501,21 +498,78 @@ class Session:
     async def _commit_txn(self) -> None:
         txn = self.txn
         try:
-            updates = {k: writes.concat_updates(v) for k, v in txn.updates.items()}
-            if updates:
-                if txn.holds_lock:
-                    await self.coord.commit([], updates)
-                else:
-                    # Only writes that read nothing (the lock is taken by any that reads).
-                    await self.coord.commit_write(updates)
+            await self._commit_staged(txn)
         finally:
             self._release()
+        for channel, payload in dict.fromkeys(txn.notifies):  # PostgreSQL folds duplicates
+            self.notify(channel, payload)
+
+    async def _commit_staged(self, txn: Transaction) -> None:
+        updates = {k: writes.concat_updates(v) for k, v in txn.updates.items()}
+        if txn.ddl_ops:
+            await self._commit_with_ddl(txn, updates)
+        elif updates:
+            if txn.holds_lock:
+                await self.coord.commit([], updates)
+            else:
+                # Only writes that read nothing (the lock is taken by any that reads).
+                await self.coord.commit_write(updates)
+
+    async def _commit_with_ddl(self, txn: Transaction, updates: dict[str, pa.Table]) -> None:
+        """A block's staged DDL and writes at one timestamp, in one log record - unless the
+        catalog changed under it (a name taken, an object dropped): then nothing, and 40001."""
+        if txn.holds_lock:
+            txn.check_ddl(self.coord.catalog)
+            await self.coord.commit(txn.ddl_ops, updates)
+        else:
+            async with self.coord.write_lock:
+                txn.check_ddl(self.coord.catalog)
+                await self.coord.commit(txn.ddl_ops, updates)
+        if self.server_sources is not None and any(op.get("op") == "drop" for op in txn.ddl_ops):
+            await self.server_sources.forget_dropped()
 
     async def _rollback(self, stmt, params, ptypes) -> Outcome:
         if self.txn is None:
             return Outcome("ROLLBACK", notices=[("WARNING", "there is no transaction in progress")])
         self._release()
         return Outcome("ROLLBACK")
+
+    # -- savepoints ------------------------------------------------------------------
+    async def _savepoint(self, stmt: st.Savepoint, params, ptypes) -> Outcome:
+        transaction.explicit(self.txn, "SAVEPOINT").savepoint(stmt.name, frozenset(self.cursors))
+        return Outcome("SAVEPOINT")
+
+    async def _release_savepoint(self, stmt: st.ReleaseSavepoint, params, ptypes) -> Outcome:
+        transaction.explicit(self.txn, "RELEASE SAVEPOINT").release(stmt.name)
+        return Outcome("RELEASE")
+
+    async def _rollback_to_savepoint(self, stmt: st.RollbackToSavepoint, params, ptypes) -> Outcome:
+        txn = transaction.explicit(self.txn, "ROLLBACK TO SAVEPOINT")
+        kept = txn.rollback_to(stmt.name, self.coord.catalog)
+        for name in [n for n in self.cursors if n not in kept]:
+            self.cursors.pop(name).close()
+        return Outcome("ROLLBACK")
+
+    # -- LISTEN / NOTIFY --------------------------------------------------------------
+    async def _listen(self, stmt: st.Listen, params, ptypes) -> Outcome:
+        self.listening.add(stmt.channel)
+        return Outcome("LISTEN")
+
+    async def _unlisten(self, stmt: st.Unlisten, params, ptypes) -> Outcome:
+        if stmt.channel is None:
+            self.listening.clear()
+        else:
+            self.listening.discard(stmt.channel)
+        return Outcome("UNLISTEN")
+
+    async def _notify(self, stmt: st.Notify, params, ptypes) -> Outcome:
+        if len(stmt.payload.encode()) >= 8000:
+            raise SqlError(INVALID_PARAMETER_VALUE, "payload string too long")
+        if self.txn is not None:
+            self.txn.notifies.append((stmt.channel, stmt.payload))  # delivered at COMMIT
+        else:
+            self.notify(stmt.channel, stmt.payload)
+        return Outcome("NOTIFY")
 
     # -- variables and SHOW ----------------------------------------------------------
     async def _set(self, stmt: st.SetVariable, params, ptypes) -> Outcome:
@@ -629,13 +683,13 @@ class Session:
                        copy=True)
 
     async def _copy(self, stmt: ss.CopyTo, params, ptypes) -> Outcome:
-        if stmt.binary:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... WITH (FORMAT binary) is not supported")
         if isinstance(stmt.inner, ss.Subscribe):
             out = await self._subscribe(stmt.inner, params, ptypes)
         else:
             out = await self._query(stmt.inner, params, ptypes)
         out.copy = True
+        out.copy_options = CopyOptions(stmt.format, stmt.delimiter, stmt.null, stmt.header, stmt.quote,
+                                       stmt.escape)
         out.tag = "COPY" if out.stream is None else "SUBSCRIBE"
         return out
 
@@ -649,7 +703,7 @@ class Session:
             from planner.parser import parse_one
 
             select = parse_one(f"SELECT {', '.join(computed.values())}").statement.ast
-            spark_sql, views = self.coord.plan_query(select, ctx)
+            spark_sql, views = self.coord.plan_query(select, ctx, catalog=self.catalog)
             result = await self.coord.query(spark_sql, views, self.coord.read_ts(), group=self.group)
             defaults.update(zip(computed, result.table.to_pylist()[0].values()))
         return Outcome("COPY", copy_in=CopyIn(item, positions, options, defaults))
@@ -662,7 +716,11 @@ class Session:
         names = [item.columns[p].name for p in copy.positions]
         context = f"COPY {item.name}"
         try:
-            parsed = await asyncio.to_thread(copy_format.parse, data, copy.options, names)
+            if copy.options.format == "binary":
+                types = [item.columns[p].type for p in copy.positions]
+                parsed = await asyncio.to_thread(copy_out.parse_binary, data, types, names)
+            else:
+                parsed = await asyncio.to_thread(copy_format.parse, data, copy.options, names)
         except copy_format.CopyDataError as err:
             err.where = context if err.line is None else f"{context}, line {err.line}"
             if err.text is not None:
@@ -761,6 +819,10 @@ def _needs_spark(node: exp.Expression) -> bool:
     return not isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.Neg, exp.Cast, exp.Interval))
 
 
+async def _outcome(tag: str) -> Outcome:
+    return Outcome(tag)
+
+
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
@@ -777,6 +839,13 @@ _HANDLERS: dict[type, Callable] = {
     st.Begin: Session._begin,
     st.Commit: Session._commit,
     st.Rollback: Session._rollback,
+    st.SetTransaction: lambda self, stmt, params, ptypes: _outcome("SET"),
+    st.Listen: Session._listen,
+    st.Unlisten: Session._unlisten,
+    st.Notify: Session._notify,
+    st.Savepoint: Session._savepoint,
+    st.ReleaseSavepoint: Session._release_savepoint,
+    st.RollbackToSavepoint: Session._rollback_to_savepoint,
     st.SetVariable: Session._set,
     st.ResetVariable: Session._reset,
     st.ShowVariable: Session._show_variable,

@@ -41,6 +41,7 @@ from planner.types import SqlType
 from server import kafka, writes
 from server.catalog import Column, Item
 from server.metrics import SOURCE_LAG, SOURCE_ROWS
+from server.outcome import Outcome
 from server.values import decode_text
 from spark_backend import pgoutput
 from spark_backend import postgres_source as pg
@@ -578,8 +579,6 @@ class SourceManager:
 
 
 async def create_secret(session, stmt: srcs.CreateSecret, params, ptypes):
-    from server.session import Outcome
-
     session._no_ddl_in_transaction("CREATE SECRET")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
@@ -648,8 +647,6 @@ def _check_kafka_options(options: dict[str, object]) -> None:
 
 
 async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes):
-    from server.session import Outcome
-
     session._no_ddl_in_transaction("CREATE CONNECTION")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
@@ -706,8 +703,6 @@ def _connection_sql(stmt: srcs.CreateConnection) -> str:
 
 
 async def create_source(session, stmt: srcs.CreateSource, params, ptypes):
-    from server.session import Outcome
-
     session._no_ddl_in_transaction("CREATE SOURCE")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
@@ -742,8 +737,6 @@ async def create_source(session, stmt: srcs.CreateSource, params, ptypes):
 
 
 async def create_table_from_source(session, stmt: srcs.CreateTableFromSource, params, ptypes):
-    from server.session import Outcome
-
     session._no_ddl_in_transaction("CREATE TABLE")
     coord = session.coord
     manager: SourceManager = session.server_sources
@@ -794,8 +787,6 @@ async def create_table_from_source(session, stmt: srcs.CreateTableFromSource, pa
 
 
 async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
-    from server.session import Outcome
-
     session._no_ddl_in_transaction(f"DROP {stmt.object_type}")
     coord = session.coord
     manager: SourceManager = session.server_sources
@@ -837,8 +828,6 @@ async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
 
 
 async def swap_tables(session, stmt: srcs.SwapTables, params, ptypes):
-    from server.session import Outcome
-
     session._no_ddl_in_transaction("ALTER TABLE")
     coord = session.coord
     a = coord.catalog.require(stmt.first, "table")

@@ -36,7 +36,7 @@ _KINDS = {"table": "r", "view": "v", "materialized view": "m", "materialized_vie
 _SPECIAL_TYPES = {
     "oid": "oid", "xid": "oid", "name": "name", '"char"': "char", "aclitem": "text",
     "pg_node_tree": "text", "regproc": "text", "int2vector": "text", "oidvector": "text",
-    "anyarray": "text", "int2": "smallint", "int4": "integer", "int8": "bigint",
+    "anyarray": "text", "inet": "text", "pg_lsn": "text", "int2": "smallint", "int4": "integer", "int8": "bigint",
     "float4": "real", "bool": "boolean", "timestamptz": "timestamp with time zone",
 }
 
@@ -72,6 +72,7 @@ class Snapshot:
     user: str = OWNER
     sources: object | None = None  # the server's SourceManager, for mz_source_statuses
     background: list = field(default_factory=list)  # rows of mz_background_work
+    activity: list = field(default_factory=list)  # rows of pg_stat_activity, one per session
 
     @property
     def relations(self) -> list:
@@ -224,11 +225,38 @@ def _pg_settings(snap: Snapshot):
                context, "enum" if var.allowed else "string", "default", None, None,
                list(var.allowed) if var.allowed else None, var.default, var.default, None, None,
                False)
+    for name, value, unit, description, vartype in _PRESET_OPTIONS:
+        yield (name, value, unit, "Preset Options", description, None, "internal", vartype, "default",
+               value, value, None, value, value, None, None, False)
     for name, default in sorted(SYSTEM_VARIABLES.items()):
         value = snap.system_settings.get(name, default)
         yield (name, value, None, "Feature Flags", f"Feature flag {name}.", None, "superuser",
                "bool", "default" if value == default else "configuration file", None, None, None,
                default, value, None, None, False)
+
+
+# Compile-time limits PostgreSQL reports (pgjdbc's getImportedKeys reads max_index_keys).
+_PRESET_OPTIONS = [
+    ("max_index_keys", "32", None, "Shows the maximum number of index keys.", "integer"),
+    ("max_function_args", "100", None, "Shows the maximum number of function arguments.", "integer"),
+    ("max_identifier_length", "63", None, "Shows the maximum identifier length.", "integer"),
+    ("block_size", "8192", None, "Shows the size of a disk block.", "integer"),
+    ("segment_size", "131072", "8kB", "Shows the number of pages per disk file.", "integer"),
+]
+
+
+def _pg_language(snap: Snapshot):
+    for oid, name, ispl, trusted in ((12, "internal", False, False), (13, "c", False, False),
+                                     (14, "sql", False, True)):
+        yield oid, name, SUPERUSER_OID, ispl, trusted, 0, 0, 0, None
+
+
+def _pg_stat_user_tables(snap: Snapshot):
+    """Every table, with no scan or tuple statistics kept."""
+    for item in snap.relations:
+        if item.kind == "table":
+            yield (item.oid, "public", item.name, 0, 0, None, None, 0, 0, 0, 0, 0, 0, 0, 0,
+                   None, None, None, None, 0, 0, 0, 0)
 
 
 def _pg_am(snap: Snapshot):
@@ -534,6 +562,62 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("pg_catalog", "pg_sequence", ("seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, "
      "seqmax int8, seqmin int8, seqcache int8, seqcycle bool"), None, "r"),
     ("pg_catalog", "pg_foreign_table", "ftrelid oid, ftserver oid, ftoptions text[]", None, "r"),
+    ("pg_catalog", "pg_largeobject_metadata", "oid oid, lomowner oid, lomacl aclitem[]", None, "r"),
+    ("pg_catalog", "pg_language", ("oid oid, lanname name, lanowner oid, lanispl bool, lanpltrusted bool, "
+     "lanplcallfoid oid, laninline oid, lanvalidator oid, lanacl aclitem[]"), _pg_language, "r"),
+    ("pg_catalog", "pg_foreign_server", ("oid oid, srvname name, srvowner oid, srvfdw oid, srvtype text, "
+     "srvversion text, srvacl aclitem[], srvoptions text[]"), None, "r"),
+    ("pg_catalog", "pg_foreign_data_wrapper", ("oid oid, fdwname name, fdwowner oid, fdwhandler oid, "
+     "fdwvalidator oid, fdwacl aclitem[], fdwoptions text[]"), None, "r"),
+    ("pg_catalog", "pg_user_mapping", "oid oid, umuser oid, umserver oid, umoptions text[]", None, "r"),
+    ("pg_catalog", "pg_event_trigger", ('oid oid, evtname name, evtevent name, evtowner oid, evtfoid oid, '
+     'evtenabled "char", evttags text[]'), None, "r"),
+    ("pg_catalog", "pg_default_acl", ('oid oid, defaclrole oid, defaclnamespace oid, defaclobjtype "char", '
+     "defaclacl aclitem[]"), None, "r"),
+    ("pg_catalog", "pg_cast", ('oid oid, castsource oid, casttarget oid, castfunc oid, castcontext "char", '
+     'castmethod "char"'), None, "r"),
+    ("pg_catalog", "pg_subscription", ('oid oid, subdbid oid, subskiplsn pg_lsn, subname name, subowner oid, '
+     'subenabled bool, subbinary bool, substream bool, subtwophasestate "char", subdisableonerr bool, '
+     "subconninfo text, subslotname name, subsynccommit text, subpublications text[]"), None, "r"),
+    ("pg_catalog", "pg_db_role_setting", "setdatabase oid, setrole oid, setconfig text[]", None, "r"),
+    ("pg_catalog", "pg_opfamily", "oid oid, opfmethod oid, opfname name, opfnamespace oid, opfowner oid",
+     None, "r"),
+    ("pg_catalog", "pg_opclass", ("oid oid, opcmethod oid, opcname name, opcnamespace oid, opcowner oid, "
+     "opcfamily oid, opcintype oid, opcdefault bool, opckeytype oid"), None, "r"),
+    ("pg_catalog", "pg_amop", ('oid oid, amopfamily oid, amoplefttype oid, amoprighttype oid, '
+     'amopstrategy int2, amoppurpose "char", amopopr oid, amopmethod oid, amopsortfamily oid'), None, "r"),
+    ("pg_catalog", "pg_amproc", ("oid oid, amprocfamily oid, amproclefttype oid, amprocrighttype oid, "
+     "amprocnum int2, amproc regproc"), None, "r"),
+    ("pg_catalog", "pg_conversion", ("oid oid, conname name, connamespace oid, conowner oid, "
+     "conforencoding int4, contoencoding int4, conproc regproc, condefault bool"), None, "r"),
+    ("pg_catalog", "pg_ts_config", "oid oid, cfgname name, cfgnamespace oid, cfgowner oid, cfgparser oid",
+     None, "r"),
+    ("pg_catalog", "pg_ts_dict", ("oid oid, dictname name, dictnamespace oid, dictowner oid, "
+     "dicttemplate oid, dictinitoption text"), None, "r"),
+    ("pg_catalog", "pg_ts_parser", ("oid oid, prsname name, prsnamespace oid, prsstart regproc, "
+     "prstoken regproc, prsend regproc, prsheadline regproc, prslextype regproc"), None, "r"),
+    ("pg_catalog", "pg_ts_template", ("oid oid, tmplname name, tmplnamespace oid, tmplinit regproc, "
+     "tmpllexize regproc"), None, "r"),
+    ("pg_catalog", "pg_seclabel", "objoid oid, classoid oid, objsubid int4, provider text, label text",
+     None, "r"),
+    ("pg_catalog", "pg_init_privs", ('objoid oid, classoid oid, objsubid int4, privtype "char", '
+     "initprivs aclitem[]"), None, "r"),
+    ("pg_catalog", "pg_transform", ("oid oid, trftype oid, trflang oid, trffromsql regproc, "
+     "trftosql regproc"), None, "r"),
+    ("pg_catalog", "pg_stat_activity", ("datid oid, datname name, pid int4, leader_pid int4, usesysid oid, "
+     "usename name, application_name text, client_addr inet, client_hostname text, client_port int4, "
+     "backend_start timestamptz, xact_start timestamptz, query_start timestamptz, "
+     "state_change timestamptz, wait_event_type text, wait_event text, state text, backend_xid xid, "
+     "backend_xmin xid, query_id int8, query text, backend_type text"), lambda snap: snap.activity, "v"),
+    ("pg_catalog", "pg_stat_user_tables", ("relid oid, schemaname name, relname name, seq_scan int8, "
+     "seq_tup_read int8, idx_scan int8, idx_tup_fetch int8, n_tup_ins int8, n_tup_upd int8, "
+     "n_tup_del int8, n_tup_hot_upd int8, n_live_tup int8, n_dead_tup int8, n_mod_since_analyze int8, "
+     "n_ins_since_vacuum int8, last_vacuum timestamptz, last_autovacuum timestamptz, "
+     "last_analyze timestamptz, last_autoanalyze timestamptz, vacuum_count int8, "
+     "autovacuum_count int8, analyze_count int8, autoanalyze_count int8"), _pg_stat_user_tables, "v"),
+    ("pg_catalog", "pg_statio_user_tables", ("relid oid, schemaname name, relname name, "
+     "heap_blks_read int8, heap_blks_hit int8, idx_blks_read int8, idx_blks_hit int8, "
+     "toast_blks_read int8, toast_blks_hit int8, tidx_blks_read int8, tidx_blks_hit int8"), None, "v"),
     ("pg_catalog", "pg_matviews", ("schemaname name, matviewname name, matviewowner name, "
      "tablespace name, hasindexes bool, ispopulated bool, definition text"), None, "v"),
     ("pg_catalog", "pg_indexes", ("schemaname name, tablename name, indexname name, "
@@ -542,6 +626,23 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("information_schema", "columns", _IS_COLUMNS, _column_rows, "v"),
     ("information_schema", "schemata", _IS_SCHEMATA, _schema_rows, "v"),
     ("information_schema", "views", _IS_VIEWS, _view_rows, "v"),
+    # No constraints but NOT NULL yet ("A PostgreSQL front end of our own" brings keys).
+    ("information_schema", "table_constraints", ("constraint_catalog name, constraint_schema name, "
+     "constraint_name name, table_catalog name, table_schema name, table_name name, "
+     "constraint_type varchar, is_deferrable varchar, initially_deferred varchar, enforced varchar, "
+     "nulls_distinct varchar"), None, "v"),
+    ("information_schema", "key_column_usage", ("constraint_catalog name, constraint_schema name, "
+     "constraint_name name, table_catalog name, table_schema name, table_name name, column_name name, "
+     "ordinal_position int4, position_in_unique_constraint int4"), None, "v"),
+    ("information_schema", "referential_constraints", ("constraint_catalog name, constraint_schema name, "
+     "constraint_name name, unique_constraint_catalog name, unique_constraint_schema name, "
+     "unique_constraint_name name, match_option varchar, update_rule varchar, delete_rule varchar"),
+     None, "v"),
+    ("information_schema", "constraint_column_usage", ("table_catalog name, table_schema name, "
+     "table_name name, column_name name, constraint_catalog name, constraint_schema name, "
+     "constraint_name name"), None, "v"),
+    ("information_schema", "check_constraints", ("constraint_catalog name, constraint_schema name, "
+     "constraint_name name, check_clause varchar"), None, "v"),
     ("mz_internal", "mz_subscriptions", ("id text, session_id int4, cluster_id text, "
      "created_at timestamptz, referenced_object_ids text[], user_name text, sql text, "
      "output_mode text, rows_sent int8"), _subscriptions, "v"),

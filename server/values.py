@@ -22,7 +22,6 @@ Pure: no I/O.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
 import struct
@@ -44,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from planner import jsonb
 from planner.errors import SqlError
 from planner.types import BY_OID, SqlType
 
@@ -985,109 +985,15 @@ def _dec_interval(t: SqlType, data: bytes) -> str:
     return _interval_text(*_interval_parse(_utf8(data)))
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f'Token "{name}" is invalid.')
-
-
-def _json_int(s: str) -> int | Decimal:
-    # int is several times cheaper than Decimal and prints as numeric_out does ("-0" as 0);
-    # past Python's int-to-text digit limit it cannot be printed back, so Decimal.
-    return int(s) if len(s) < 4000 else Decimal(s)
-
-
-# One decoder: json.loads with hooks builds a new one per call, which costs more than the parse.
-_JSON_DECODER = json.JSONDecoder(parse_float=Decimal, parse_int=_json_int, parse_constant=_reject_constant)
-
-
-def parse_json(s: str) -> Any:
-    """PostgreSQL's json input function without the output: the parsed document (numbers as
-    int or Decimal), or SqlError 22P02 (54001 when nested too deep)."""
-    try:
-        return _JSON_DECODER.decode(s)
-    except json.JSONDecodeError as e:
-        raise SqlError("22P02", "invalid input syntax for type json",
-                       detail=f"{e.msg} at character {e.pos + 1}.") from None
-    except ValueError as e:
-        raise SqlError("22P02", "invalid input syntax for type json", detail=str(e)) from None
-    except RecursionError:
-        raise SqlError("54001", "stack depth limit exceeded") from None
-
-
 def _dec_json(t: SqlType, data: bytes) -> str:
     s = _utf8(data)
-    parse_json(s)  # json keeps the text as given; only its syntax is checked
+    jsonb.parse_json(s)  # json keeps the text as given; only its syntax is checked
     return s
-
-
-_JSON_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
-_JSON_ESCAPES.update({
-    ord('"'): '\\"', ord("\\"): "\\\\", ord("\b"): "\\b", ord("\f"): "\\f",
-    ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t",
-})
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-
-def _jsonb_string(s: str) -> str:
-    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
-        return '"' + s + '"'  # nothing to escape or reject: the common case
-    if "\x00" in s:
-        raise SqlError("22P05", "unsupported Unicode escape sequence",
-                       detail="\\u0000 cannot be converted to text.")
-    if _SURROGATE_RE.search(s):
-        # json.loads pairs valid surrogates itself; anything left is lone.
-        raise SqlError("22P02", "invalid input syntax for type json",
-                       detail="Unicode low surrogate must follow a high surrogate.")
-    return '"' + s.translate(_JSON_ESCAPES) + '"'
-
-
-def jsonb_text(doc: Any) -> str:
-    """jsonb_out of a document parsed elsewhere (kafka_decode: orjson), as parse_json gives
-    it: raises TypeError on a float, which parse_json never gives (numbers with a fraction
-    or exponent are Decimal, to keep every digit), and SqlError where jsonb_input would."""
-    return _jsonb_text(doc)
-
-
-def _jsonb_text(v: Any) -> str:
-    """jsonb_out of a parsed document: keys ordered by (byte length, bytes),
-    last duplicate wins, ", " and ": " separators, numbers as numeric_out."""
-    if isinstance(v, str):
-        return _jsonb_string(v)
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, Decimal):
-        s = format(v, "f")
-        return s[1:] if v.is_zero() and s.startswith("-") else s
-    if isinstance(v, list):
-        return "[" + ", ".join(_jsonb_text(x) for x in v) + "]"
-    if not isinstance(v, dict):
-        raise TypeError(f"no exact jsonb text for a {type(v).__name__}")
-    items = sorted(v.items(), key=_jsonb_key_order) if len(v) > 1 else v.items()
-    return "{" + ", ".join(f"{_jsonb_string(k)}: {_jsonb_text(x)}" for k, x in items) + "}"
-
-
-def _jsonb_key_order(item: tuple[str, Any]) -> tuple[int, str]:
-    # By UTF-8 length, then bytes: code point order is UTF-8 byte order (a lone surrogate,
-    # the exception, is rejected when the key is written).
-    key = item[0]
-    return (len(key) if key.isascii() else len(key.encode("utf-8", "surrogatepass")), key)
-
-
-def _jsonb_normalize(s: str) -> str:
-    try:
-        return _jsonb_text(parse_json(s))
-    except RecursionError:
-        raise SqlError("54001", "stack depth limit exceeded") from None
 
 
 def jsonb_input(data: bytes) -> str:
     """PostgreSQL's jsonb input function: a document's canonical text, or SqlError."""
-    return _jsonb_normalize(_utf8(data))
+    return jsonb.normalize(_utf8(data))
 
 
 def _dec_jsonb(t: SqlType, data: bytes) -> str:
@@ -1515,7 +1421,7 @@ def _recv_text(t: SqlType, data: bytes) -> str:
         s = _check_length(t, s)
         return s.ljust(t.max_length) if t.max_length is not None else s
     if name == "json":
-        parse_json(s)
+        jsonb.parse_json(s)
     return s
 
 
@@ -1532,7 +1438,7 @@ def _recv_jsonb(t: SqlType, data: bytes) -> str:
         raise _BadLength
     if data[0] != 1:
         raise SqlError("22P03", f"unsupported jsonb version number {data[0]}")
-    return _jsonb_normalize(_utf8(data[1:]))
+    return jsonb.normalize(_utf8(data[1:]))
 
 
 def _recv_uuid(t: SqlType, data: bytes) -> str:

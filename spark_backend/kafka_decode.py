@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from planner import jsonb
+
 
 @dataclass(frozen=True)
 class DecodePlan:
@@ -135,7 +137,7 @@ def _decode_jsonb(data: bytes) -> str:
 
 def _jsonb_by_orjson(loads, data: bytes) -> str | None:
     try:
-        return _values().jsonb_text(loads(data))
+        return jsonb.jsonb_text(loads(data))
     except Exception:  # noqa: BLE001 - the input function decides, and words the error
         return None
 
@@ -270,7 +272,7 @@ def _json_check():
     which has the last word. What neither catches is routed around it (see check_side)."""
     loads = _orjson_loads()
     if loads is None:  # an executor without it: the json module, slower
-        return lambda data: _values().parse_json(data.decode("utf-8"))
+        return lambda data: jsonb.parse_json(data.decode("utf-8"))
     return loads
 
 

@@ -86,11 +86,14 @@ def has_retractions(store: Store, collection_id: str, as_of: int, overlay: pa.Ta
 
 
 def rows_df(spark: SparkSession, store: Store, collection_id: str, names: list[str],
-            types: list[SqlType], as_of: int, overlay: pa.Table | None = None) -> DataFrame:
-    """The relation's rows at `as_of`, with user column names and PostgreSQL types."""
+            types: list[SqlType], as_of: int, overlay: pa.Table | None = None,
+            snapshot: tuple[list, int] | None = None) -> DataFrame:
+    """The relation's rows at `as_of`, with user column names and PostgreSQL types.
+
+    `snapshot` is the files to read, when not the store's (none, for a table not committed)."""
     # One file list for both: a compaction finishing in between would otherwise make
     # the read union retractions it read as if they were rows.
-    snapshot = store.files(collection_id, as_of)
+    snapshot = snapshot or store.files(collection_id, as_of)
     changes = changes_df(spark, store, collection_id, types, as_of, overlay, snapshot)
     cols = [physical(i) for i in range(len(types))]
     if has_retractions(store, collection_id, as_of, overlay, snapshot[0]):

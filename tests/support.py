@@ -125,3 +125,12 @@ def metric(text: str, name: str, **labels: object) -> float | None:
             if {k: v.strip('"') for k, v in found.items()} == want:
                 return float(value)
     return None
+
+
+def self_signed_cert(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost, and its key, written into `folder`."""
+    cert, key = folder / "server.crt", folder / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key

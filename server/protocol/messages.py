@@ -773,6 +773,11 @@ def authentication_sasl_final(data: bytes) -> bytes:
     return _INT32_MSG.pack(b"R", len(data) + 8, _AUTH_SASL_FINAL) + data
 
 
+def notification_response(pid: int, channel: str, payload: str) -> bytes:
+    """NotificationResponse: a NOTIFY on a channel this session LISTENs to."""
+    return _message(b"A", struct.pack("!i", pid) + _cstr(channel) + _cstr(payload))
+
+
 def parameter_status(name: str, value: str) -> bytes:
     return _message(b"S", _cstr(name) + _cstr(value))
 

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from server.protocol.scram import make_verifier
-from tests.support import ServerProcess
+from tests.support import ServerProcess, self_signed_cert
 
 SSL_REQUEST = struct.pack(">ii", 8, 80877103)
 
@@ -30,9 +30,7 @@ SSL_REQUEST = struct.pack(">ii", 8, 80877103)
 @pytest.fixture(scope="module")
 def certs():
     folder = Path(tempfile.mkdtemp(prefix="sparkwire-tls-"))
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-subj", "/CN=localhost", "-keyout", str(folder / "server.key"),
-                    "-out", str(folder / "server.crt")], check=True, capture_output=True)
+    self_signed_cert(folder)
     (folder / "users.txt").write_text(
         "# a comment, then a plain password and a stored SCRAM verifier\n"
         "alice:wonderland\n"
