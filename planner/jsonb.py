@@ -14,6 +14,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from planner.encoding import decode_utf8
 from planner.errors import SqlError
 
 
@@ -110,3 +111,8 @@ def normalize(s: str) -> str:
         return _jsonb_text(parse_json(s))
     except RecursionError:
         raise SqlError("54001", "stack depth limit exceeded") from None
+
+
+def jsonb_input(data: bytes) -> str:
+    """PostgreSQL's jsonb input function over client bytes: the canonical text, or SqlError."""
+    return normalize(decode_utf8(data))

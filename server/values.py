@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from planner import jsonb
+from planner.encoding import decode_utf8 as _utf8
 from planner.errors import SqlError
 from planner.types import BY_OID, SqlType
 
@@ -780,19 +781,6 @@ def _interval_text(months: int, days: int, micros: int) -> str:
 # --------------------------------------------------------------------------
 
 
-def _utf8(data: bytes) -> str:
-    try:
-        s = bytes(data).decode("utf-8")
-    except UnicodeDecodeError as e:
-        first = data[e.start]
-        n = 1 if first < 0xC0 else 2 if first < 0xE0 else 3 if first < 0xF0 else 4
-        bad = " ".join(f"0x{b:02x}" for b in data[e.start : e.start + n])
-        raise SqlError("22021", f'invalid byte sequence for encoding "UTF8": {bad}') from None
-    if "\x00" in s:
-        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
-    return s
-
-
 _INT_RE = re.compile(r"[ \t\n\r\f\v]*[+-]?[0-9]+[ \t\n\r\f\v]*", re.ASCII)
 
 
@@ -991,9 +979,7 @@ def _dec_json(t: SqlType, data: bytes) -> str:
     return s
 
 
-def jsonb_input(data: bytes) -> str:
-    """PostgreSQL's jsonb input function: a document's canonical text, or SqlError."""
-    return jsonb.normalize(_utf8(data))
+jsonb_input = jsonb.jsonb_input
 
 
 def _dec_jsonb(t: SqlType, data: bytes) -> str:

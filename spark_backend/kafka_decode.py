@@ -132,7 +132,7 @@ def _decode_jsonb(data: bytes) -> str:
     last word and words the errors (tests/unit/test_kafka_decode.py compares the two)."""
     loads = _orjson_loads()
     text = _jsonb_by_orjson(loads, data) if loads is not None else None
-    return text if text is not None else _values().jsonb_input(data)
+    return text if text is not None else jsonb.jsonb_input(data)
 
 
 def _jsonb_by_orjson(loads, data: bytes) -> str | None:
@@ -150,14 +150,6 @@ def _orjson_loads():
     except ImportError:
         return None
     return orjson.loads
-
-
-@functools.cache
-def _values():
-    """server.values, imported on first use (in Spark's Python workers)."""
-    from server import values
-
-    return values
 
 
 def _decode_column(fmt: tuple[str, int], raw: pa.Array, width: int) -> tuple[list[pa.Array], list | None]:
