@@ -17,6 +17,7 @@ import asyncio
 import collections
 import decimal
 import itertools
+import math
 import queue
 import re
 import socket
@@ -105,13 +106,19 @@ class StreamChecker:
         return row
 
     def state_at(self, ts: int) -> collections.Counter:
-        out: collections.Counter = collections.Counter()
+        # Rows are counted by a key in which NaN equals NaN, as SQL groups them: Python's
+        # float NaN equals nothing (and hashes by identity), so a retraction of a row with a
+        # NaN would otherwise never meet its insertion.
+        counts: collections.Counter = collections.Counter()
+        rows: dict[tuple, tuple] = {}
         for t, diff, row in self.data:
             if t <= ts:
-                out[row] += diff
-        negative = {r: n for r, n in out.items() if n < 0}
+                key = tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row)
+                rows.setdefault(key, row)
+                counts[key] += diff
+        negative = {rows[k]: n for k, n in counts.items() if n < 0}
         assert not negative, f"negative multiplicities at {ts}: {negative}"
-        return +out
+        return collections.Counter({rows[k]: n for k, n in counts.items() if n > 0})
 
     def data_timestamps(self) -> list[int]:
         return sorted({t for t, _, _ in self.data})

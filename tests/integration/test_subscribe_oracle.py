@@ -18,7 +18,7 @@ import math
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from tests.integration.test_subscribe import Clock, Feed, Oracle, connect, fresh, open_feeds
@@ -96,9 +96,26 @@ def clock(server):
     c.feed.close()
 
 
-@settings(max_examples=4, deadline=None, database=None, phases=[Phase.generate],
+# A case the random search found: an aggregate row holding NaN, retracted by a later commit.
+NAN_RETRACTED = {
+    "initial": [("ins_a", 2, "'y'", "9223372036854775807", "NULL", "'Infinity'", "true"),
+                ("ins_a", 4, "'y'", "0", "99999999.9999", "-1e12", "false"),
+                ("ins_a", 0, "'y'", "-9223372036854775808", "NULL", "-2.5", "false"),
+                ("ins_a", 0, "'x'", "-7", "99999999.9999", "1.25", "true"),
+                ("ins_a", 3, "'y'", "NULL", "0", "'-Infinity'", "true"),
+                ("ins_a", 1, "'x'", "-9223372036854775808", "0", "'-0.0'", "NULL")],
+    "transactions": [[("ins_a", 2, "'y'", "-9223372036854775808", "-99999999.9999", "-2.5", "false"),
+                      ("del_big",), ("del_c", 0)],
+                     [("ins_c", 0, "1.25", "'p'"), ("set_f", 4, "0.5"), ("add_n", 0), ("set_g", 4, "NULL")],
+                     [("del_a", 2)],
+                     [("set_f", 0, "-1e12"), ("add_n", 0), ("ins_c", 4, "-2.5", "'p'"), ("set_g", 0, "NULL")]],
+}
+
+
+@settings(max_examples=4, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(initial=INITIAL, transactions=TRANSACTIONS)
+@example(**NAN_RETRACTED)
 def test_every_strategy_equals_select_as_of(server, clock, initial, transactions):
     admin = connect(server)
     oracle = Oracle(server)
