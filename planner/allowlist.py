@@ -28,6 +28,7 @@ from planner.errors import (
     SqlError,
 )
 from planner.pg_parse import Node
+from planner.types import lookup
 
 # Schemas a function may be qualified with.
 _FUNCTION_SCHEMAS = ("pg_catalog", "information_schema")
@@ -170,8 +171,6 @@ def _type_name(node: Node) -> None:
 
 def known_type(name: str) -> bool:
     """Whether `name` (as the grammar gives it: int4, bpchar, numeric, ...) is a type we have."""
-    from planner.types import lookup
-
     name = name.lower()
     if name in _NOT_POSTGRES_TYPES:
         return False

@@ -1,7 +1,5 @@
-"""COPY with a table: `COPY t [(cols)] FROM STDIN [...]` and `COPY t [(cols)] TO STDOUT [...]`.
-
-COPY (query) TO STDOUT is parsed with SUBSCRIBE's syntax (subscribe_syntax.parse_copy),
-which hands a COPY of a table over to `parse_table_copy`. Options are taken in both
+"""COPY: `COPY t [(cols)] FROM STDIN [...]`, `COPY t [(cols)] TO STDOUT [...]` and
+`COPY ({query | SUBSCRIBE ...}) TO STDOUT [...]`. Options are taken in both
 spellings PostgreSQL accepts: `WITH (FORMAT csv, HEADER)` and the older `CSV HEADER`.
 """
 
@@ -12,6 +10,24 @@ from dataclasses import dataclass
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, SqlError
 from planner.lexer import Scanner
+from planner.subscribe_syntax import Subscribe, parenthesized_statement
+
+
+@dataclass(frozen=True)
+class CopyTo(st.Statement):
+    """COPY (query | SUBSCRIBE) TO STDOUT, or COPY t TO STDOUT, with PostgreSQL's options."""
+
+    inner: st.Statement
+    format: str = "text"  # text | csv | binary
+    delimiter: str | None = None
+    null: str | None = None
+    header: bool = False
+    quote: str = '"'
+    escape: str | None = None
+
+    @property
+    def binary(self) -> bool:
+        return self.format == "binary"
 
 
 @dataclass(frozen=True)
@@ -28,7 +44,23 @@ class CopyFrom(st.Statement):
     escape: str | None = None
 
 
-def parse_table_copy(s: Scanner) -> st.Statement:
+def parse_copy(s: Scanner, parse_statement: st.ParseStatement) -> st.Statement:
+    s.expect("copy")
+    if not (s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "("):
+        return parse_table_copy(s, parse_statement)
+    inner, _ = parenthesized_statement(s, parse_statement)
+    if not isinstance(inner, (st.Query, Subscribe)):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (...) TO STDOUT takes a SELECT or a SUBSCRIBE")
+    s.expect("to")
+    if not s.accept("stdout"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... TO supports only STDOUT")
+    options = _options(s, to=True)
+    if isinstance(inner, Subscribe) and options.get("format", "text") != "text":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (SUBSCRIBE ...) TO STDOUT streams in text format only")
+    return CopyTo(inner, **options)
+
+
+def parse_table_copy(s: Scanner, parse_statement: st.ParseStatement) -> st.Statement:
     """After COPY, at a table name: FROM STDIN, or TO STDOUT (as a COPY of SELECT)."""
     table = s.qualified_name()
     columns = None
@@ -41,9 +73,6 @@ def parse_table_copy(s: Scanner) -> st.Statement:
         if not s.accept("stdout"):
             raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... TO supports only STDOUT (psql's \\copy writes files)")
         options = _options(s, to=True)
-        from planner.parser import parse_statement
-        from planner.subscribe_syntax import CopyTo
-
         select = f"SELECT {', '.join(_quote(c) for c in columns) if columns else '*'} FROM {_quote_name(table)}"
         return CopyTo(parse_statement(select), **options)
     s.expect("from")
@@ -59,11 +88,6 @@ def _quote(name: str) -> str:
 
 def _quote_name(name: str) -> str:
     return ".".join(_quote(part) for part in name.split("."))
-
-
-def copy_out_options(s: Scanner) -> dict:
-    """The options after COPY ... TO STDOUT, as CopyTo's fields."""
-    return _options(s, to=True)
 
 
 def _options(s: Scanner, to: bool) -> dict:

@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from planner import allowlist, pg_compat, pg_parse
+from planner import allowlist, copy_syntax, pg_compat, pg_parse, source_syntax, subscribe_syntax
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.lexer import Scanner, split_statements
@@ -224,8 +224,6 @@ def sql_type(dt: exp.DataType) -> SqlType:
 
 
 def _create(s: Scanner) -> st.Statement:
-    from planner import source_syntax
-
     sourced = source_syntax.parse_create(s)
     if sourced is not None:
         return sourced
@@ -356,8 +354,6 @@ def _delete(s: Scanner) -> st.Delete:
 # -- hand-parsed statements ---------------------------------------------------------
 
 def _drop(s: Scanner) -> st.Statement:
-    from planner import source_syntax
-
     other = source_syntax.parse_drop(s)
     if other is not None:
         return other
@@ -543,8 +539,6 @@ def _show(s: Scanner) -> st.Statement:
 
 
 def _alter(s: Scanner) -> st.Statement:
-    from planner import source_syntax
-
     swap = source_syntax.parse_alter_table(s)
     if swap is not None:
         return swap
@@ -589,8 +583,8 @@ def _explain(s: Scanner) -> st.Explain:
     s.expect("explain")
     rest = s.rest()
     inner = parse_statement(rest)
-    if type(inner).__name__ == "Subscribe":
-        return _subscribe_syntax().ExplainSubscribe(inner)
+    if isinstance(inner, subscribe_syntax.Subscribe):
+        return subscribe_syntax.ExplainSubscribe(inner)
     if not isinstance(inner, st.Query):
         raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN is only supported for queries and SUBSCRIBE")
     return st.Explain(inner)
@@ -628,18 +622,12 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "deallocate": _deallocate,
     "alter": _alter,
     "explain": _explain,
-    "subscribe": lambda s: _subscribe_syntax().parse_subscribe(s),
-    "declare": lambda s: _subscribe_syntax().parse_declare(s),
-    "fetch": lambda s: _subscribe_syntax().parse_fetch(s),
-    "close": lambda s: _subscribe_syntax().parse_close(s),
-    "copy": lambda s: _subscribe_syntax().parse_copy(s),
+    "subscribe": lambda s: subscribe_syntax.parse_subscribe(s, parse_statement),
+    "declare": lambda s: subscribe_syntax.parse_declare(s, parse_statement),
+    "fetch": subscribe_syntax.parse_fetch,
+    "close": subscribe_syntax.parse_close,
+    "copy": lambda s: copy_syntax.parse_copy(s, parse_statement),
 }
-
-
-def _subscribe_syntax():
-    from planner import subscribe_syntax
-
-    return subscribe_syntax
 
 
 def _param_numbers(stmt: st.Statement) -> list[int]:

@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from planner import functions, jsonb, pg_functions
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.types import ALIASES, BY_NAME, SqlType
 
 # -- OIDs ----------------------------------------------------------------------------------
 
@@ -133,8 +134,6 @@ TYPES_BY_OID = {t.oid: t for t in TYPES}
 
 def type_names() -> dict[str, int]:
     """Every spelling of a type name that `'name'::regtype` accepts → its OID."""
-    from planner.types import _ALIASES
-
     names: dict[str, int] = {}
     for t in TYPES:
         names[t.typname] = t.oid
@@ -144,7 +143,7 @@ def type_names() -> dict[str, int]:
             if elem is not None:
                 names[f"{elem.typname}[]"] = t.oid
     by_display = {t.display: t.oid for t in TYPES}
-    for alias, canonical in _ALIASES.items():
+    for alias, canonical in ALIASES.items():
         oid = by_display.get(canonical)
         if oid is not None and alias not in names:
             names[alias] = oid
@@ -170,8 +169,6 @@ def preprocess(text: str) -> str:
 
 def param_type(dt: exp.Expression):
     """The type of a parameter cast to a catalog type (`$1::oid`, `$1::_oid`), if one is."""
-    from planner.types import BY_NAME, SqlType
-
     key = _type_key(dt)
     if isinstance(dt, exp.ObjectIdentifier) and key == "oid" or key in ("oid", "xid"):
         return SqlType(BY_NAME["oid"])

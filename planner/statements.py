@@ -6,6 +6,7 @@ else is a small dataclass, so the session can dispatch on the class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -204,3 +205,9 @@ class Notify(Statement):
 class SetTransaction(Statement):
     """SET [SESSION] TRANSACTION / SET SESSION CHARACTERISTICS AS TRANSACTION: accepted,
     every transaction being serializable here."""
+
+
+# Parses one statement's text. The sub-grammars (SUBSCRIBE, DECLARE, COPY) take it as an
+# argument for the statements they enclose, so that they need not import the parser that
+# dispatches to them.
+ParseStatement = Callable[[str], "Statement"]

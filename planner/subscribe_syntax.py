@@ -1,4 +1,5 @@
-"""Parsing SUBSCRIBE and the statements that deliver it: DECLARE, FETCH, CLOSE, COPY.
+"""Parsing SUBSCRIBE and the statements that deliver it: DECLARE, FETCH, CLOSE (COPY in
+copy_syntax).
 
     SUBSCRIBE [TO] {name | (query)}
         [ENVELOPE UPSERT (KEY (k, ...)) | ENVELOPE DEBEZIUM (KEY (k, ...))
@@ -82,34 +83,17 @@ class CloseCursor(st.Statement):
 
 
 @dataclass(frozen=True)
-class CopyTo(st.Statement):
-    """COPY (query | SUBSCRIBE) TO STDOUT, or COPY t TO STDOUT, with PostgreSQL's options."""
-
-    inner: st.Statement
-    format: str = "text"  # text | csv | binary
-    delimiter: str | None = None
-    null: str | None = None
-    header: bool = False
-    quote: str = '"'
-    escape: str | None = None
-
-    @property
-    def binary(self) -> bool:
-        return self.format == "binary"
-
-
-@dataclass(frozen=True)
 class ExplainSubscribe(st.Statement):
     inner: Subscribe
 
 
-def parse_subscribe(s: Scanner) -> Subscribe:
+def parse_subscribe(s: Scanner, parse_statement: st.ParseStatement) -> Subscribe:
     s.expect("subscribe")
     s.accept("to")
     relation = None
     query = None
     if s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "(":
-        query = _parenthesized_query(s)
+        query = _parenthesized_query(s, parse_statement)
     else:
         relation = s.qualified_name().split(".")[-1]
     output = _output_modifier(s)
@@ -161,7 +145,7 @@ def expected(s: Scanner, what: str) -> SqlError:
     return SqlError(SYNTAX_ERROR, f"Expected {what}, found {found}", position=position)
 
 
-def _parenthesized_statement(s: Scanner) -> tuple[st.Statement, int]:
+def parenthesized_statement(s: Scanner, parse_statement: st.ParseStatement) -> tuple[st.Statement, int]:
     """The statement between the parenthesis at the cursor and its match, and where it starts."""
     start = s.peek()
     depth = 0
@@ -174,13 +158,11 @@ def _parenthesized_statement(s: Scanner) -> tuple[st.Statement, int]:
             if depth == 0:
                 end = w.pos
                 break
-    from planner.parser import parse_statement
-
     return parse_statement(s.text[start.pos + 1:end]), start.pos
 
 
-def _parenthesized_query(s: Scanner) -> exp.Expression:
-    inner, start = _parenthesized_statement(s)
+def _parenthesized_query(s: Scanner, parse_statement: st.ParseStatement) -> exp.Expression:
+    inner, start = parenthesized_statement(s, parse_statement)
     if not isinstance(inner, st.Query):
         raise SqlError(SYNTAX_ERROR, "SUBSCRIBE needs a table, a view or a (SELECT ...) query",
                        position=start + 2)
@@ -321,7 +303,7 @@ def _order_key(s: Scanner) -> OrderKey:
     return OrderKey(text, descending, nulls_first, expression=True)
 
 
-def parse_declare(s: Scanner) -> DeclareCursor:
+def parse_declare(s: Scanner, parse_statement: st.ParseStatement) -> DeclareCursor:
     s.expect("declare")
     name = s.ident("cursor name")
     s.accept("binary")
@@ -332,8 +314,6 @@ def parse_declare(s: Scanner) -> DeclareCursor:
     s.accept("without", "hold")
     s.expect("for")
     rest = s.rest()
-    from planner.parser import parse_statement
-
     inner = parse_statement(rest)
     if not isinstance(inner, (st.Query, Subscribe)):
         raise SqlError(FEATURE_NOT_SUPPORTED, "DECLARE CURSOR is supported for SELECT and SUBSCRIBE")
@@ -392,23 +372,3 @@ def parse_close(s: Scanner) -> CloseCursor:
     name = s.ident("cursor name")
     s.expect_end()
     return CloseCursor(name)
-
-
-def parse_copy(s: Scanner) -> st.Statement:
-    s.expect("copy")
-    if not (s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "("):
-        from planner.copy_syntax import parse_table_copy
-
-        return parse_table_copy(s)
-    inner, _ = _parenthesized_statement(s)
-    if not isinstance(inner, (st.Query, Subscribe)):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (...) TO STDOUT takes a SELECT or a SUBSCRIBE")
-    s.expect("to")
-    if not s.accept("stdout"):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... TO supports only STDOUT")
-    from planner.copy_syntax import copy_out_options
-
-    options = copy_out_options(s)
-    if isinstance(inner, Subscribe) and options.get("format", "text") != "text":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (SUBSCRIBE ...) TO STDOUT streams in text format only")
-    return CopyTo(inner, **options)

@@ -55,7 +55,8 @@ _BASE = [
 BY_NAME: dict[str, PgType] = {t.name: t for t in _BASE}
 BY_OID: dict[int, PgType] = {t.oid: t for t in _BASE}
 
-_ALIASES = {
+# Other spellings of a type name → the name PostgreSQL displays.
+ALIASES = {
     "bool": "boolean",
     "int2": "smallint",
     "int": "integer",
@@ -137,7 +138,7 @@ class SqlType:
 def lookup(name: str) -> PgType | None:
     """A base type by any of its names, case-insensitively."""
     key = " ".join(name.lower().split())
-    return BY_NAME.get(_ALIASES.get(key, key))
+    return BY_NAME.get(ALIASES.get(key, key))
 
 
 def column_type(name: str, modifiers: tuple[int, ...] = (), is_array: bool = False) -> SqlType:

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from planner import statements as st
 from planner import subscribe_syntax as ss
-from planner.copy_syntax import CopyFrom
+from planner.copy_syntax import CopyFrom, CopyTo
 from planner.errors import (
     ACTIVE_SQL_TRANSACTION,
     DUPLICATE_CURSOR,
@@ -201,11 +201,11 @@ class Session:
         stmt = parsed.statement
         if isinstance(stmt, (st.Explain, ss.ExplainSubscribe)):
             return ["QUERY PLAN"], [TEXT]
-        if isinstance(stmt, ss.Subscribe) or isinstance(stmt, ss.CopyTo) and isinstance(stmt.inner, ss.Subscribe):
+        if isinstance(stmt, ss.Subscribe) or isinstance(stmt, CopyTo) and isinstance(stmt.inner, ss.Subscribe):
             sub = self._subscription(stmt if isinstance(stmt, ss.Subscribe) else stmt.inner)
             sub.plan()
             output = await sub.describe()
-            return (None if isinstance(stmt, ss.CopyTo) else (output.names, output.types))
+            return (None if isinstance(stmt, CopyTo) else (output.names, output.types))
         if isinstance(stmt, ss.Fetch):
             cursor = self._cursor(stmt.cursor)
             return cursor.names, cursor.types
@@ -682,7 +682,7 @@ class Session:
         return Outcome("SUBSCRIBE", sub.output.names, sub.output.types, stream=sub,
                        copy=True)
 
-    async def _copy(self, stmt: ss.CopyTo, params, ptypes) -> Outcome:
+    async def _copy(self, stmt: CopyTo, params, ptypes) -> Outcome:
         if isinstance(stmt.inner, ss.Subscribe):
             out = await self._subscribe(stmt.inner, params, ptypes)
         else:
@@ -857,7 +857,7 @@ _HANDLERS: dict[type, Callable] = {
     st.Empty: Session._empty,
     st.AlterSystem: Session._alter_system,
     ss.Subscribe: Session._subscribe,
-    ss.CopyTo: Session._copy,
+    CopyTo: Session._copy,
     CopyFrom: Session._copy_from,
     ss.ExplainSubscribe: Session._explain_subscribe,
     ss.DeclareCursor: Session._declare,
