@@ -39,6 +39,7 @@ from server.activity import Activity
 from server.copy_format import CopyOptions
 from server.copy_out import CopyOut
 from server.protocol import messages as m
+from server.protocol.frontend import FrontendDecoder, parse_sasl_initial_response
 from server.protocol.scram import ScramError, ScramServer
 from server.session import Outcome, Session
 from server.settings import Settings
@@ -79,7 +80,7 @@ class Connection:
         self.server = server
         self.reader = reader
         self.writer = writer
-        self.decoder = m.FrontendDecoder()
+        self.decoder = FrontendDecoder()
         self.session: Session | None = None
         self.pid = server.next_pid()
         self.secret = secrets.randbits(31)
@@ -249,7 +250,7 @@ class Connection:
             first = await self._next()
             if not isinstance(first, m.PasswordMessage):
                 raise ScramError("expected SASL response", PROTOCOL_VIOLATION)
-            mechanism, initial = m.parse_sasl_initial_response(first.data)
+            mechanism, initial = parse_sasl_initial_response(first.data)
             if mechanism != "SCRAM-SHA-256":
                 raise ScramError(f"unsupported SASL mechanism {mechanism}", PROTOCOL_VIOLATION)
             self.send(m.authentication_sasl_continue(scram.handle_client_first(initial)))

@@ -7,6 +7,12 @@ import struct
 import pytest
 
 from server.protocol import messages as m
+from server.protocol.frontend import (
+    DecoderPhase,
+    FrontendDecoder,
+    parse_password,
+    parse_sasl_initial_response,
+)
 from server.protocol.messages import (
     Bind,
     CancelRequest,
@@ -14,12 +20,10 @@ from server.protocol.messages import (
     CopyData,
     CopyDone,
     CopyFail,
-    DecoderPhase,
     Describe,
     Execute,
     FieldDescription,
     Flush,
-    FrontendDecoder,
     FunctionCall,
     GSSENCRequest,
     Parse,
@@ -465,12 +469,12 @@ def test_decoder_can_start_in_message_phase() -> None:
 
 def test_parse_sasl_initial_response() -> None:
     data = cstr("SCRAM-SHA-256") + struct.pack("!i", 5) + b"n,,ab"
-    assert m.parse_sasl_initial_response(data) == ("SCRAM-SHA-256", b"n,,ab")
+    assert parse_sasl_initial_response(data) == ("SCRAM-SHA-256", b"n,,ab")
 
 
 def test_parse_sasl_initial_response_without_data() -> None:
     data = cstr("SCRAM-SHA-256") + struct.pack("!i", -1)
-    assert m.parse_sasl_initial_response(data) == ("SCRAM-SHA-256", b"")
+    assert parse_sasl_initial_response(data) == ("SCRAM-SHA-256", b"")
 
 
 @pytest.mark.parametrize(
@@ -485,13 +489,13 @@ def test_parse_sasl_initial_response_without_data() -> None:
 )
 def test_parse_sasl_initial_response_malformed(data: bytes) -> None:
     with pytest.raises(ProtocolViolation, match="SASLInitialResponse"):
-        m.parse_sasl_initial_response(data)
+        parse_sasl_initial_response(data)
 
 
 def test_parse_password() -> None:
-    assert m.parse_password(b"hunter2\0") == "hunter2"
+    assert parse_password(b"hunter2\0") == "hunter2"
     with pytest.raises(ProtocolViolation):
-        m.parse_password(b"hunter2")
+        parse_password(b"hunter2")
 
 
 # ---------------------------------------------------------------------------
