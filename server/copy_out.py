@@ -113,7 +113,7 @@ class CopyOut:
             return b""
         if self._vectorized:
             return copy_text(self.types, table)
-        rows = list(zip(*(pylist.values(c) for c in table.columns))) if table.num_columns else [()] * table.num_rows
+        rows = pylist.rows([pylist.values(c) for c in table.columns]) if table.num_columns else [()] * table.num_rows
         out = [copy_data(self._pending + self.row(rows[0]))]
         self._pending = b""
         out.extend(copy_data(self.row(r)) for r in rows[1:])

@@ -69,7 +69,7 @@ def rows_table(plan: OutputPlan, rows: list[tuple], relation_types: list[pa.Data
     does not fit it (a wider decimal, say) lets Arrow choose."""
     positions = relation_positions(plan)
     width = head_width(plan)
-    columns = list(zip(*rows)) if rows else [() for _ in positions]
+    columns = pylist.columns(rows, len(rows[0])) if rows else [[] for _ in positions]
     arrays = _head(plan, rows[0][0] if rows else 0, len(rows), False)
     arrays.append(_array(list(columns[width - 1]),
                          pa.int64() if plan.kind in ("diffs", "order_by") else pa.string()))
@@ -98,5 +98,4 @@ def concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def python_rows(table: pa.Table) -> list[tuple]:
-    columns = [pylist.values(c) for c in table.columns]
-    return list(zip(*columns)) if columns else []
+    return pylist.rows([pylist.values(c) for c in table.columns])

@@ -127,9 +127,8 @@ class Spill:
         rows = [(row, n) for row, n in held.values() if n]
         if rows:
             schema = pa.schema([(n, t) for n, t in zip(names, self._schema(ts).types)])
-            columns = list(zip(*[(*row, n) for row, n in rows]))
-            yield pa.Table.from_arrays([pylist.array(list(c), f.type) for c, f in zip(columns, schema)],
-                                       schema=schema)
+            columns = pylist.columns([(*row, n) for row, n in rows], len(schema))
+            yield pa.Table.from_arrays([pylist.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
 
     def _schema(self, ts: int) -> pa.Schema:
         return pq.ParquetFile(self.files[ts][0]).schema_arrow

@@ -4,6 +4,7 @@ back consolidated, the byte-budgeted output buffer, COPY text encoding, exact st
 from __future__ import annotations
 
 import asyncio
+import collections
 import decimal
 import math
 from pathlib import Path
@@ -12,12 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from planner.dataflow import Aggregate, AggregatePlan
+from planner.dataflow import Aggregate, AggregatePlan, JoinPlan
 from planner.types import BY_NAME, SqlType, group_key
 from server.connection import _fields  # noqa: F401 - the module must import without Spark work
 from server.copy_out import copy_text
 from server.subscribe_buffer import OutputBuffer, Stalled
-from server.subscribe_state import AggregateState, FloatSum, Multiset, checked, consolidate
+from server.subscribe_state import AggregateState, FloatSum, JoinState, Multiset, checked, consolidate
 from spark_backend import spill
 
 INT = SqlType(BY_NAME["integer"])
@@ -199,3 +200,66 @@ def test_aggregate_groups_nan_keys_and_checks_overflow():
     with pytest.raises(Exception) as info:
         checked(decimal.Decimal("1000.5"), SqlType(BY_NAME["numeric"], ((5 << 16) | 2) + 4))
     assert info.value.sqlstate == "22003"
+
+
+# ----------------------------------------------------------------- join state
+
+
+def _join_side(rows: list[tuple], name: str) -> pa.Table:
+    """One join input's batch: (value, key, ts, diff) rows as the side's SQL yields them."""
+    return pa.table({name: pa.array([r[0] for r in rows], pa.string()),
+                     "__jk0": pa.array([r[1] for r in rows], pa.int64()),
+                     "__mz_ts": pa.array([r[2] for r in rows], pa.int64()),
+                     "__mz_diff": pa.array([r[3] for r in rows], pa.int64())})
+
+
+def _joined(table: pa.Table | None) -> collections.Counter:
+    out: collections.Counter = collections.Counter()
+    if table is not None:
+        for l0, r0, ts, diff in zip(*(c.to_pylist() for c in table.columns)):
+            out[(l0, r0, ts)] += diff
+    return collections.Counter({k: n for k, n in out.items() if n})
+
+
+def test_join_state_against_a_plain_nested_loop():
+    """Random batches of inserts and retractions over few keys (so keys hold one row, then
+    several, then one again): the joined updates equal a nested loop over the full inputs'
+    before and after, and the state empties when the inputs do."""
+    import random
+
+    rng = random.Random(7)
+    state = JoinState(JoinPlan("", "", ("l0",), ("r0",), 1, ""))
+    inputs: list[collections.Counter] = [collections.Counter(), collections.Counter()]
+
+    def join(left, right):
+        out: collections.Counter = collections.Counter()
+        for (lv, lk), ln in left.items():
+            for (rv, rk), rn in right.items():
+                if lk == rk and lk is not None:
+                    out[(lv, rv)] += ln * rn
+        return out
+
+    for ts in range(1, 60):
+        before = join(*inputs)
+        batches = [[], []]
+        for side in (0, 1):
+            for _ in range(rng.randint(0, 4)):
+                present = [row for row, n in inputs[side].items() if n > 0]
+                if present and rng.random() < 0.4:
+                    value, key = rng.choice(present)
+                    diff = -1
+                else:
+                    value, key = rng.choice("abc"), rng.choice([1, 2, 3, None])
+                    diff = 1
+                inputs[side][(value, key)] += diff
+                batches[side].append((value, key, ts, diff))
+        got = _joined(state.apply([_join_side(batches[0], "l0"), _join_side(batches[1], "r0")]))
+        change = join(*inputs)
+        change.subtract(before)
+        assert got == collections.Counter({(lv, rv, ts): n for (lv, rv), n in change.items() if n}), ts
+    for side in (0, 1):
+        for (value, key), n in list(inputs[side].items()):
+            if n:
+                state.apply([_join_side([(value, key, 99, -n)] if side == 0 else [], "l0"),
+                             _join_side([(value, key, 99, -n)] if side == 1 else [], "r0")])
+    assert state.sides == ({}, {})
