@@ -17,13 +17,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from planner.codecs.arrow_out import encode_binary_arrow, encode_text_arrow, encode_text_column
+from planner.codecs.datarow import encode_rows
 from planner.types import SqlType, lookup
-from server.values import (
-    encode_binary_arrow,
-    encode_rows,
-    encode_text_arrow,
-    encode_text_column,
-)
 
 
 def make_table(n: int) -> pa.Table:

@@ -1,6 +1,6 @@
 """Client bytes as text, checked as PostgreSQL checks input in the UTF8 encoding.
 
-Pure. Shared by the value codecs (server.values) and the input functions that run in
+Pure. Shared by the value codecs (planner.codecs) and the input functions that run in
 Spark's workers (planner.jsonb through spark_backend.kafka_decode), which must not import
 the server.
 """

@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from planner import statements as st
+from planner.codecs.arrow_out import encode_binary_arrow, encode_text_arrow
+from planner.codecs.binary_in import decode_binary
+from planner.codecs.datarow import encode_rows
+from planner.codecs.text_in import decode_text
 from planner.errors import (
     ADMIN_SHUTDOWN,
     DUPLICATE_PREPARED_STATEMENT,
@@ -34,7 +38,7 @@ from planner.errors import (
 from planner.params import infer_types
 from planner.parser import parse, parse_one
 from planner.types import SqlType
-from server import metrics, values
+from server import metrics
 from server.activity import Activity
 from server.copy_format import CopyOptions
 from server.copy_out import CopyOut
@@ -462,10 +466,10 @@ class Connection:
             for i, t in enumerate(types):
                 arr = table.column(i).slice(lo, hi - lo)
                 if _format(formats, i) == 1:
-                    columns.append(values.encode_binary_arrow(t, arr))
+                    columns.append(encode_binary_arrow(t, arr))
                 else:
-                    columns.append(values.encode_text_arrow(t, arr))
-            self.send(values.encode_rows(columns, hi - lo))
+                    columns.append(encode_text_arrow(t, arr))
+            self.send(encode_rows(columns, hi - lo))
             if hi - lo == ROWS_PER_WRITE:
                 await self.flush()
 
@@ -509,9 +513,9 @@ class Connection:
             if raw is None:
                 params[i + 1] = None
             elif _format(formats, i) == 1:
-                params[i + 1] = values.decode_binary(t, raw, param=i + 1)
+                params[i + 1] = decode_binary(t, raw, param=i + 1)
             else:
-                params[i + 1] = values.decode_text(t, raw)
+                params[i + 1] = decode_text(t, raw)
         if msg.portal and msg.portal in self.portals:
             raise SqlError("42P03", f'portal "{msg.portal}" already exists')
         self.portals[msg.portal] = Portal(prepared, params, msg.result_formats)

@@ -5,21 +5,23 @@ CopyOneRowTo writes them - text with backslash escapes and `\\N`, CSV quoted whe
 a field needs it, binary with the `PGCOPY` signature and each value in its type's
 binary send format. Text with the default delimiter and NULL string (every bare
 SUBSCRIBE, and COPY TO without options) is built with Arrow compute over whole columns,
-as server.values.encode_rows builds DataRows, so a large result costs no Python call
+as planner.codecs.datarow.encode_rows builds DataRows, so a large result costs no Python call
 per value; the other formats go a row at a time.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from planner.codecs.arrow_out import encode_text_arrow
+from planner.codecs.binary_in import decode_binary
+from planner.codecs.binary_out import encode_binary
+from planner.codecs.text_out import encode_text
 from planner.types import SqlType
-from server import values
 from server.copy_format import BAD_COPY_FILE_FORMAT, CopyDataError, CopyOptions, ParsedCopy
 from spark_backend import pylist
 
@@ -66,17 +68,6 @@ class CopyOut:
         """CopyOutResponse's format: 1 for binary, 0 for text and CSV."""
         return 1 if self.binary else 0
 
-    def start(self, names: list[str]) -> bytes:
-        """What comes before the first row: the binary header, or a header line of names."""
-        if self.binary:
-            return _BINARY_HEADER
-        if self.options.header:
-            return self._line([self._csv(n) if self.options.format == "csv" else self._text(n) for n in names])
-        return b""
-
-    def end(self) -> bytes:
-        return _BINARY_TRAILER if self.binary else b""
-
     def row(self, row: tuple) -> bytes:
         if self.binary:
             parts = [struct.pack("!h", len(row))]
@@ -84,7 +75,7 @@ class CopyOut:
                 if v is None:
                     parts.append(_NULL_FIELD)
                 else:
-                    data = values.encode_binary(t, v)
+                    data = encode_binary(t, v)
                     parts.append(struct.pack("!i", len(data)) + data)
             return b"".join(parts)
         csv = self.options.format == "csv"
@@ -93,7 +84,7 @@ class CopyOut:
             if v is None:
                 fields.append(self.null)
             else:
-                text = values.encode_text(t, v).decode()
+                text = encode_text(t, v).decode()
                 fields.append(self._csv(text) if csv else self._text(text))
         return self._line(fields)
 
@@ -104,8 +95,10 @@ class CopyOut:
         if self.binary:
             self._pending = _BINARY_HEADER
             return b""
-        start = self.start(names)
-        return copy_data(start) if start else b""
+        if not self.options.header:
+            return b""
+        csv = self.options.format == "csv"
+        return copy_data(self._line([self._csv(n) if csv else self._text(n) for n in names]))
 
     def messages(self, table: pa.Table) -> bytes:
         """CopyData messages for every row of `table` (columns in `types` order)."""
@@ -121,12 +114,9 @@ class CopyOut:
 
     def trailer(self) -> bytes:
         """CopyData after the last row: the binary trailer (with the header, if no row came)."""
-        end = self._pending + self.end()
+        end = self._pending + (_BINARY_TRAILER if self.binary else b"")
         self._pending = b""
         return copy_data(end) if end else b""
-
-    def rows(self, rows: Iterable[tuple]) -> list[bytes]:
-        return [self.row(r) for r in rows]
 
     def _line(self, fields: list[str]) -> bytes:
         return (self.delimiter.join(fields) + "\n").encode()
@@ -158,7 +148,7 @@ def _text_messages(types: list[SqlType], table: pa.Table) -> bytes:
         return b""
     fields = []
     for i, t in enumerate(types):
-        text = values.encode_text_arrow(t, table.column(i))
+        text = encode_text_arrow(t, table.column(i))
         if t.is_array or t.base.name not in _PLAIN:
             for old, new in _ESCAPES:
                 text = pc.replace_substring(text, old, new)
@@ -216,7 +206,7 @@ def binary_rows(data: bytes, types: list[SqlType]) -> list[list[str | None]]:
                 continue
             if size < 0 or pos + size > len(data):
                 raise CopyDataError(BAD_COPY_FILE_FORMAT, "unexpected EOF in COPY data", len(rows) + 1)
-            value = values.decode_binary(t, data[pos:pos + size])
+            value = decode_binary(t, data[pos:pos + size])
             pos += size
-            row.append(values.encode_text(t, value).decode())
+            row.append(encode_text(t, value).decode())
         rows.append(row)

@@ -29,6 +29,7 @@ from decimal import Decimal
 import pyarrow as pa
 
 from planner import source_syntax as srcs
+from planner.codecs.text_in import decode_text
 from planner.errors import (
     DUPLICATE_OBJECT,
     INVALID_PARAMETER_VALUE,
@@ -42,7 +43,6 @@ from server import kafka, writes
 from server.catalog import Column, Item
 from server.metrics import SOURCE_LAG, SOURCE_ROWS
 from server.outcome import Outcome
-from server.values import decode_text
 from spark_backend import pgoutput
 from spark_backend import postgres_source as pg
 

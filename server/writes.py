@@ -19,6 +19,8 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner import statements as st
+from planner.codecs.text_in import decode_text
+from planner.codecs.text_out import encode_text
 from planner.errors import (
     DATATYPE_MISMATCH,
     FEATURE_NOT_SUPPORTED,
@@ -33,7 +35,6 @@ from planner.translate import SessionContext
 from planner.types import SqlType
 from server.catalog import Item
 from server.coordinator import Coordinator, Overlay
-from server.values import decode_text, encode_text
 from spark_backend.schema import DIFF, TS, arrow_type, physical, storage_arrow_schema
 
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner import jsonb
 from planner import kafka_syntax as ks
 from planner.errors import SqlError
-from server import values
 from server.catalog import Item
 from server.kafka import batch_target, error_changes, table_layout
 from spark_backend import kafka_decode
@@ -104,7 +104,7 @@ def _jsonb_both_ways(documents: list[bytes]) -> None:
     """Decoding a document (through orjson when it can) gives jsonb_input's text, or its error."""
     for data in documents:
         try:
-            want = values.jsonb_input(data)
+            want = jsonb.jsonb_input(data)
         except SqlError as exc:
             want = (exc.sqlstate, exc.message, exc.detail)
         try:

@@ -13,11 +13,11 @@ import math
 import pyarrow as pa
 import pytest
 
+from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.types import BY_NAME, SqlType
 from server import writes
 from server.catalog import Column, Item
-from server.values import decode_text
 
 
 def typ(name: str, typmod: int = -1, array: bool = False) -> SqlType:

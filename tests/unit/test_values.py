@@ -19,20 +19,21 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from planner.errors import SqlError
-from planner.types import BY_NAME, SqlType, lookup
-from server import values as V
-from server.values import (
-    decode_binary,
-    decode_text,
-    encode_binary,
+from planner.codecs import datarow
+from planner.codecs.arrow_out import (
     encode_binary_arrow,
     encode_binary_column,
-    encode_rows,
-    encode_text,
     encode_text_arrow,
     encode_text_column,
 )
+from planner.codecs.binary_in import decode_binary
+from planner.codecs.binary_out import encode_binary
+from planner.codecs.datarow import encode_rows
+from planner.codecs.interval import interval_parse, interval_text
+from planner.codecs.text_in import decode_text
+from planner.codecs.text_out import encode_text
+from planner.errors import SqlError
+from planner.types import BY_NAME, SqlType, lookup
 
 UTC = dt.UTC
 
@@ -653,8 +654,8 @@ def test_round_trip_uuid(v: uuid.UUID) -> None:
 @given(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**31), 2**31 - 1),
        st.integers(-(2**63), 2**63 - 1))
 def test_round_trip_interval(months: int, days: int, micros: int) -> None:
-    s = V._interval_text(months, days, micros)
-    assert V._interval_parse(s) == (months, days, micros)
+    s = interval_text(months, days, micros)
+    assert interval_parse(s) == (months, days, micros)
     round_trip(T("interval"), s)
     assert encode_binary(T("interval"), s) == struct.pack(">qii", micros, days, months)
 
@@ -742,7 +743,7 @@ def column_cases() -> list[tuple[str, SqlType, pa.Array]]:
     micros = [int(x) for x in rng.integers(-(2**45), 2**48, n)]
     stamps = [base + dt.timedelta(microseconds=u) for u in micros]
     uuids = [str(uuid.UUID(int=int(x))) for x in rng.integers(0, 2**63, n)]
-    intervals = [V._interval_text(int(m), int(d), int(u)) for m, d, u in
+    intervals = [interval_text(int(m), int(d), int(u)) for m, d, u in
                  zip(rng.integers(-100, 100, n), rng.integers(-100, 100, n), rng.integers(-(10**12), 10**12, n))]
     jsons = ['{"a": 1}', "[1, 2.50]", "null", '"x"']
     f32 = [float(np.float32(v)) if math.isfinite(v) and abs(v) < 3e38 else v for v in random_floats(rng, n)]
@@ -879,9 +880,9 @@ def test_encode_rows_matches_reference(nrows: int, ncols: int) -> None:
 
 def test_encode_rows_splits_large_output(monkeypatch: pytest.MonkeyPatch) -> None:
     cols = random_columns(np.random.default_rng(1), 2000, 3)
-    monkeypatch.setattr(V, "_JOIN_LIMIT", 1000)  # many pieces, and rows bigger than a piece
+    monkeypatch.setattr(datarow, "_JOIN_LIMIT", 1000)  # many pieces, and rows bigger than a piece
     assert encode_rows(cols) == reference_rows(cols)
-    monkeypatch.setattr(V, "_JOIN_LIMIT", 10)
+    monkeypatch.setattr(datarow, "_JOIN_LIMIT", 10)
     assert encode_rows(cols) == reference_rows(cols)
 
 

@@ -1,0 +1,109 @@
+"""DataRow messages assembled from encoded columns.
+
+Pure: no I/O. See planner/codecs/__init__.py for the Python value of each type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from planner.codecs.arrow_out import as_binary, combine, offsets_data, valid_np
+from planner.codecs.base import Column, pack_i16, pack_i32
+
+# Below this many rows the Python loop beats Arrow's fixed call overhead.
+_SMALL_ROWS = 256
+# Arrow binary offsets are int32: join at most this many bytes at a time.
+_JOIN_LIMIT = 1 << 30
+_NULL_FIELD = b"\xff\xff\xff\xff"
+
+
+def _rows_python(columns: Sequence[Sequence[bytes | None]], nrows: int) -> bytes:
+    ncols = len(columns)
+    count = pack_i16(ncols)
+    out: list[bytes] = []
+    append = out.append
+    for r in range(nrows):
+        fields: list[bytes] = []
+        size = 6 + 4 * ncols
+        for col in columns:
+            v = col[r]
+            if v is None:
+                fields.append(_NULL_FIELD)
+            else:
+                fields.append(pack_i32(len(v)))
+                fields.append(v)
+                size += len(v)
+        append(b"D" + pack_i32(size) + count)
+        out.extend(fields)
+    return b"".join(out)
+
+
+def _as_arrow_column(col: Column) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        col = combine(list(col.chunks))
+    if isinstance(col, pa.Array):
+        return col if col.type == pa.binary() else as_binary(col)
+    return pa.array(col, pa.binary())
+
+
+def _fixed_arrow(data: np.ndarray, width: int, n: int) -> pa.Array:
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def encode_rows(columns: Sequence[Column], nrows: int | None = None) -> bytes:
+    """Concatenated DataRow messages for rows given column by column.
+
+    Each column holds the already encoded values of one result column (bytes,
+    or None for NULL): a list, or an Arrow binary array as returned by
+    `encode_text_arrow`/`encode_binary_arrow` (cheaper: no Python objects).
+    `nrows` is only needed when there are no columns.
+    """
+    if not columns:
+        return b"D\x00\x00\x00\x06\x00\x00" * (nrows or 0)
+    n = len(columns[0])
+    if any(len(c) != n for c in columns):
+        raise ValueError("encode_rows: columns differ in length")
+    if n == 0:
+        return b""
+    if n < _SMALL_ROWS:
+        lists = [c.to_pylist() if isinstance(c, (pa.Array, pa.ChunkedArray)) else c
+                 for c in columns]
+        return _rows_python(lists, n)
+    arrays = [_as_arrow_column(c) for c in columns]
+    row_len = np.full(n, 6 + 4 * len(arrays), dtype=np.int64)
+    parts: list[pa.Array] = []
+    for a in arrays:
+        off, _ = offsets_data(a)
+        lens = np.diff(off)
+        if a.null_count:
+            lens = np.where(valid_np(a), lens, -1)
+            row_len += np.maximum(lens, 0)
+        else:
+            row_len += lens
+        parts.append(_fixed_arrow(lens.astype(">i4"), 4, n))
+        parts.append(a)
+    header = np.empty(n, dtype=[("tag", "u1"), ("len", ">i4"), ("ncols", ">i2")])
+    header["tag"] = ord("D")
+    header["len"] = row_len  # 4 (length) + 2 (count) + the fields: all but the tag
+    header["ncols"] = len(arrays)
+    parts.insert(0, _fixed_arrow(header.view(np.uint8), 7, n))
+    # Join in pieces so no piece overflows Arrow's int32 offsets.
+    ends = np.cumsum(row_len + 1)
+    out: list[bytes] = []
+    start = 0
+    while start < n:
+        done = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, done + _JOIN_LIMIT, side="right")), start + 1)
+        sliced = [p.slice(start, stop - start) for p in parts]
+        joined = pc.binary_join_element_wise(
+            *sliced, b"", null_handling="replace", null_replacement=b""
+        )
+        off, data = offsets_data(joined)
+        out.append(data.tobytes())
+        start = stop
+    return out[0] if len(out) == 1 else b"".join(out)
