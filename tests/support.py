@@ -1,7 +1,9 @@
-"""Starting a real sparkwire server process for integration tests."""
+"""Starting a real sparkwire server process for integration tests, and what the tests that
+talk to one share: fresh relation names, autocommit connections, the server's clock."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -12,6 +14,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,6 +105,23 @@ class ServerProcess:
         if self.own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
             self.log_path.unlink(missing_ok=True)
+
+
+_names = itertools.count(1)
+
+
+def fresh(prefix: str) -> str:
+    """A relation name no other test of this process uses."""
+    return f"{prefix}_{next(_names)}"
+
+
+def connect(server: ServerProcess, **kw) -> psycopg.Connection:
+    return psycopg.connect(server.dsn, autocommit=True, **kw)
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds since the Unix epoch, the unit of mz_timestamp."""
+    return int(time.time() * 1000)
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):

@@ -35,25 +35,19 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from psycopg import errors as pgerr
 
+from tests.support import connect, fresh, now_ms
 from tests.support import wait_until as support_wait_until
 
 pytestmark = pytest.mark.slow
 
 NUMERIC, BOOL, INT8, INT4, TEXT = 1700, 16, 20, 23, 25
 
-_names = itertools.count(1)
 
 
-def fresh(prefix: str) -> str:
-    return f"{prefix}_{next(_names)}"
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
-def connect(server, **kw) -> psycopg.Connection:
-    return psycopg.connect(server.dsn, autocommit=True, **kw)
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.05, message: str = "condition"):

@@ -11,7 +11,6 @@ psycopg2, asyncpg's cursors and pgjdbc's setFetchSize all go through these paths
 from __future__ import annotations
 
 import asyncio
-import itertools
 import shutil
 import subprocess
 import textwrap
@@ -24,14 +23,13 @@ import psycopg
 import psycopg2
 import pytest
 
+from tests.support import fresh
+
 pytestmark = pytest.mark.slow
 
-_names = itertools.count(1)
 JDBC_JAR = Path("/usr/share/java/postgresql.jar")
 
 
-def fresh(prefix: str) -> str:
-    return f"{prefix}_{next(_names)}"
 
 
 def table(server, prefix: str, columns: str, rows: str | None = None) -> str:

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.test_subscribe import Clock, Feed, Oracle, connect, fresh, open_feeds
+from tests.integration.test_subscribe import Clock, Feed, Oracle, open_feeds
+from tests.support import connect, fresh
 
 pytestmark = pytest.mark.slow
 

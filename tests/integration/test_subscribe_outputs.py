@@ -15,7 +15,6 @@ equality: each write below is one transaction, hence one timestamp.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import re
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from spark_backend.storage import CHECKPOINT_EVERY
-from tests.support import ServerProcess
+from tests.support import ServerProcess, fresh
 
 pytestmark = pytest.mark.slow
 
@@ -48,11 +47,8 @@ MODIFIERS = {
 }
 WAIT = 90.0  # seconds to wait for expected rows before failing
 
-_ids = itertools.count(1)
 
 
-def fresh(prefix: str) -> str:
-    return f"{prefix}_{next(_ids)}"
 
 
 # --------------------------------------------------------------------------- helpers

@@ -11,7 +11,6 @@ overflow as PostgreSQL's 22003.
 from __future__ import annotations
 
 import decimal
-import itertools
 import math
 import time
 
@@ -19,17 +18,14 @@ import psycopg
 import pytest
 from psycopg import errors as pgerr
 
+from tests.support import connect, fresh
+
 pytestmark = pytest.mark.slow
 
-_names = itertools.count(1)
 
 
-def fresh(prefix: str) -> str:
-    return f"{prefix}_{next(_names)}"
 
 
-def connect(server, **kw) -> psycopg.Connection:
-    return psycopg.connect(server.dsn, autocommit=True, **kw)
 
 
 class Cursor:

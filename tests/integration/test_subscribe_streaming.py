@@ -10,7 +10,6 @@ the per-subscription gauges on /metrics, not through timing.
 from __future__ import annotations
 
 import collections
-import itertools
 import math
 import threading
 import time
@@ -18,16 +17,13 @@ import time
 import psycopg
 import pytest
 
-from tests.support import ServerProcess, wait_until
+from tests.support import ServerProcess, connect, fresh, now_ms, wait_until
 
 pytestmark = pytest.mark.slow
 
 BUDGET = 256 << 10
-_names = itertools.count(1)
 
 
-def fresh(prefix: str) -> str:
-    return f"{prefix}_{next(_names)}"
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +46,6 @@ def stalling():
         proc.cleanup()
 
 
-def connect(server, **kw) -> psycopg.Connection:
-    return psycopg.connect(server.dsn, autocommit=True, **kw)
 
 
 def buffered_bytes(server) -> dict[str, float]:
@@ -76,8 +70,6 @@ def fetch_all(cur, name: str = "c", timeout: str = "1s") -> list[tuple]:
     return cur.fetchall()
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # --------------------------------------------------------------------------- snapshots
