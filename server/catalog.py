@@ -1,8 +1,8 @@
 """The catalog: tables and views by name, with their columns and dependencies.
 
-It is pure state. Every change is a JSON operation that the coordinator
-writes to the durable log in the same record as the data it goes with, and
-that `apply` folds in — at commit time and again when the log is replayed.
+It is pure state. Every change is an operation (`server.catalog_ops`) that the
+coordinator writes to the durable log in the same record as the data it goes with,
+and that `apply` folds in — at commit time and again when the log is replayed.
 """
 
 from __future__ import annotations
@@ -16,72 +16,17 @@ from planner.errors import (
     WRONG_OBJECT_TYPE,
     SqlError,
 )
-from planner.types import SqlType
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: SqlType
-    not_null: bool = False
-    default: str | None = None  # PostgreSQL-dialect SQL of the default expression
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
-                "default": self.default}
-
-    @classmethod
-    def from_json(cls, d: dict) -> Column:
-        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"))
-
-
-@dataclass(frozen=True)
-class Item:
-    """A named catalog object: a table (with a storage collection), a view, a
-    source, a connection or a secret."""
-
-    id: str
-    name: str
-    kind: str  # table | view | source | connection | secret
-    columns: tuple[Column, ...]
-    created_at: int
-    sql: str | None = None  # a view's query as written
-    depends_on: tuple[str, ...] = ()  # ids of the objects this one uses
-    oid: int = 0
-    # Kind-specific facts: a source's options and progress, a source-fed table's
-    # upstream reference, a secret's value (never shown back).
-    details: dict = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def source_id(self) -> str | None:
-        """The source feeding this table, if any: such tables are read-only."""
-        return self.details.get("source", {}).get("source_id") if self.kind == "table" else None
-
-    @property
-    def column_names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
-    @property
-    def column_types(self) -> list[SqlType]:
-        return [c.type for c in self.columns]
-
-    def column(self, name: str) -> Column | None:
-        for c in self.columns:
-            if c.name == name:
-                return c
-        return None
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "name": self.name, "kind": self.kind, "created_at": self.created_at,
-                "columns": [c.to_json() for c in self.columns], "sql": self.sql,
-                "depends_on": list(self.depends_on), "oid": self.oid, "details": self.details}
-
-    @classmethod
-    def from_json(cls, d: dict) -> Item:
-        return cls(d["id"], d["name"], d["kind"], tuple(Column.from_json(c) for c in d["columns"]),
-                   d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0),
-                   d.get("details", {}))
-
+from server.catalog_items import Item
+from server.catalog_ops import (
+    CatalogOp,
+    CreateCollection,
+    CreateItem,
+    DropCollection,
+    DropItem,
+    SetDetails,
+    SetSystem,
+    SwapItems,
+)
 
 FIRST_USER_OID = 20000
 
@@ -140,9 +85,9 @@ class Catalog:
         self.next_id += 1
         return ident
 
-    def plan_create(self, item: Item, if_not_exists: bool = False, replace: bool = False) -> list[dict]:
+    def plan_create(self, item: Item, if_not_exists: bool = False, replace: bool = False) -> list[CatalogOp]:
         existing = self.get(item.name)
-        ops: list[dict] = []
+        ops: list[CatalogOp] = []
         if existing is not None:
             if if_not_exists:
                 return []
@@ -150,19 +95,20 @@ class Catalog:
                 if self.dependents(existing.id):
                     raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
                                    f'cannot replace view "{item.name}" because other objects depend on it')
-                ops.append({"op": "drop", "id": existing.id})
+                ops.append(DropItem(existing.id))
             else:
                 raise SqlError(DUPLICATE_TABLE, f'relation "{item.name}" already exists')
         item = Item(item.id, item.name, item.kind, item.columns, item.created_at, item.sql,
                     item.depends_on, FIRST_USER_OID + int(item.id[1:]), item.details)
         if item.kind == "table":
-            ops.append({"op": "create_collection", "collection": item.id})
-        ops.append({"op": "create", "item": item.to_json()})
+            ops.append(CreateCollection(item.id))
+        ops.append(CreateItem(item))
         return ops
 
-    def plan_drop(self, kind: str, names: tuple[str, ...], if_exists: bool, cascade: bool) -> tuple[list[dict], list[str]]:
+    def plan_drop(self, kind: str, names: tuple[str, ...], if_exists: bool,
+                  cascade: bool) -> tuple[list[CatalogOp], list[str]]:
         """Operations dropping `names`, and notices for names that did not exist."""
-        ops: list[dict] = []
+        ops: list[CatalogOp] = []
         notices: list[str] = []
         dropped: set[str] = set()
         for name in names:
@@ -189,36 +135,37 @@ class Catalog:
                 if victim.id in dropped:
                     continue
                 dropped.add(victim.id)
-                ops.append({"op": "drop", "id": victim.id})
+                ops.append(DropItem(victim.id))
                 if victim.kind == "table":
-                    ops.append({"op": "drop_collection", "collection": victim.id})
+                    ops.append(DropCollection(victim.id))
         return ops, notices
 
     # -- applying ----------------------------------------------------------------
-    def apply(self, op: dict) -> None:
-        kind = op["op"]
-        if kind == "create":
-            item = Item.from_json(op["item"])
-            self.items[item.id] = item
-            self.next_id = max(self.next_id, int(item.id[1:]) + 1)
-        elif kind == "drop":
-            self.items.pop(op["id"], None)
-        elif kind == "system_set":
-            self.system[op["name"]] = op["value"]
-        elif kind == "details":
-            # Merge facts into an object's details (source progress, snapshot done, ...).
-            item = self.items.get(op["id"])
-            if item is not None:
-                merged = _merge(item.details, op["details"])
-                self.items[item.id] = Item(item.id, item.name, item.kind, item.columns, item.created_at,
-                                           item.sql, item.depends_on, item.oid, merged)
-        elif kind == "swap":
-            a, b = self.items.get(op["a"]), self.items.get(op["b"])
-            if a is not None and b is not None:
-                self.items[a.id] = Item(a.id, b.name, a.kind, a.columns, a.created_at,
-                                        _renamed(a.sql, a.name, b.name), a.depends_on, a.oid, a.details)
-                self.items[b.id] = Item(b.id, a.name, b.kind, b.columns, b.created_at,
-                                        _renamed(b.sql, b.name, a.name), b.depends_on, b.oid, b.details)
+    def apply(self, op: CatalogOp) -> None:
+        match op:
+            case CreateItem(item):
+                self.items[item.id] = item
+                self.next_id = max(self.next_id, int(item.id[1:]) + 1)
+            case DropItem(item_id):
+                self.items.pop(item_id, None)
+            case SetSystem(name, value):
+                self.system[name] = value
+            case SetDetails(item_id, details):
+                # Merge facts into an object's details (source progress, snapshot done, ...).
+                item = self.items.get(item_id)
+                if item is not None:
+                    merged = _merge(item.details, details)
+                    self.items[item.id] = Item(item.id, item.name, item.kind, item.columns, item.created_at,
+                                               item.sql, item.depends_on, item.oid, merged)
+            case SwapItems(a_id, b_id):
+                a, b = self.items.get(a_id), self.items.get(b_id)
+                if a is not None and b is not None:
+                    self.items[a.id] = Item(a.id, b.name, a.kind, a.columns, a.created_at,
+                                            _renamed(a.sql, a.name, b.name), a.depends_on, a.oid, a.details)
+                    self.items[b.id] = Item(b.id, a.name, b.kind, b.columns, b.created_at,
+                                            _renamed(b.sql, b.name, a.name), b.depends_on, b.oid, b.details)
+            case CreateCollection() | DropCollection():
+                pass  # the store's: collections are not catalog objects
 
     def to_json(self) -> dict:
         return {"items": [i.to_json() for i in self.items.values()], "next_id": self.next_id,

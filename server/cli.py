@@ -112,12 +112,13 @@ def server_password(args: argparse.Namespace, environ: MutableMapping[str, str])
 
 def _relation_names(snapshot: dict | None, ops: list[dict]):
     """Names for collection ids, from the catalog in a checkpoint and the log (ids if unreadable)."""
+    from server import catalog_ops
     from server.catalog import Catalog
 
     try:
         catalog = Catalog.from_json(snapshot)
         for op in ops:
-            catalog.apply(op)
+            catalog.apply(catalog_ops.from_json(op))
     except Exception:  # noqa: BLE001 - a report with ids is still a report
         return lambda cid: cid
     return lambda cid: catalog.items[cid].name if cid in catalog.items else cid

@@ -28,8 +28,9 @@ from planner.errors import UNDEFINED_TABLE, SqlError
 from planner.spark_guard import spark_sql
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
-from server import system_catalog
-from server.catalog import Catalog, Item
+from server import catalog_ops, system_catalog
+from server.catalog import Catalog
+from server.catalog_items import Item
 from server.secret_store import SecretStore
 from spark_backend.consolidate import consolidate
 from spark_backend.engine import SparkEngine
@@ -120,7 +121,7 @@ class Coordinator:
         self.store.label = self._relation_name
         self.catalog = Catalog.from_json(recovered.catalog_snapshot)
         for op in recovered.catalog_ops:
-            self.catalog.apply(op)
+            self.catalog.apply(catalog_ops.from_json(op))
         self._open_secrets()
         self._last_oracle = recovered.last_ts
         self._frontier = recovered.last_ts + 1
@@ -247,10 +248,10 @@ class Coordinator:
         return SqlError(UNDEFINED_TABLE, f'relation "{self._dropped_names.get(gone, gone)}" does not exist: '
                                          "it was dropped while this statement ran")
 
-    async def commit(self, catalog_ops: list[dict], updates: dict[str, pa.Table]) -> int:
+    async def commit(self, ops: list[catalog_ops.CatalogOp], updates: dict[str, pa.Table]) -> int:
         """Commit catalog changes and updates at one new timestamp. Hold `write_lock`."""
         assert self.write_lock.locked(), "commits are sequenced by the write lock"
-        created = frozenset(op["collection"] for op in catalog_ops if op.get("op") == "create_collection")
+        created = frozenset(op.id for op in ops if isinstance(op, catalog_ops.CreateCollection))
         dropped = self._dropped_while_running(updates, created)
         if dropped is not None:
             raise dropped
@@ -259,16 +260,16 @@ class Coordinator:
         loop = asyncio.get_running_loop()
         self._committing = ts
         try:
-            await loop.run_in_executor(self._log_thread, self.store.commit, ts, catalog_ops, stamped)
+            await loop.run_in_executor(self._log_thread, self.store.commit, ts, catalog_ops.to_json(ops), stamped)
         except StorageError as err:
             if err.fatal:
                 self._storage_failed(err)
             raise
         finally:
             self._committing = None
-        for op in catalog_ops:
-            if op.get("op") == "drop" and op["id"] in self.catalog.items:
-                self._dropped_names[op["id"]] = self.catalog.items[op["id"]].name
+        for op in ops:
+            if isinstance(op, catalog_ops.DropItem) and op.id in self.catalog.items:
+                self._dropped_names[op.id] = self.catalog.items[op.id].name
             self.catalog.apply(op)
         # Listeners get the commit before the frontier passes it, so a frontier
         # they observe never runs ahead of the updates they have been given.

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from planner.codecs.text_in import decode_text
 from planner.errors import NOT_NULL_VIOLATION, SqlError
 from planner.types import SqlType
-from server.catalog import Item
+from server.catalog_items import Item
 from server.copy_format import ParsedCopy
 from server.writes import _array, check_value
 from spark_backend.schema import arrow_type, storage_arrow_schema

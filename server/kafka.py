@@ -22,7 +22,8 @@ from planner import kafka_syntax as ks
 from planner import source_syntax as srcs
 from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 from planner.types import BY_NAME, SqlType
-from server.catalog import Column, Item
+from server.catalog_items import Column, Item
+from server.catalog_ops import SetDetails
 from server.metrics import KAFKA_BATCHES, SOURCE_LAG, SOURCE_ROWS
 from server.outcome import Outcome
 from spark_backend import kafka_batch, kafka_consumer
@@ -311,10 +312,10 @@ class KafkaTableRunner:
             # A new error always overrides an old one; None (a later record or tombstone) heals.
             merged = {k: v for k, v in {**self.key_errors, **errors}.items() if v is not None}
             details["source"]["errors"] = merged
-        ops = [{"op": "details", "id": self.table_id, "details": details}]
+        ops = [SetDetails(self.table_id, details)]
         if errors:
             # Errors are replaced wholesale: merging could not forget a healed key.
-            ops.insert(0, {"op": "details", "id": self.table_id, "details": {"source": {"errors": None}}})
+            ops.insert(0, SetDetails(self.table_id, {"source": {"errors": None}}))
         updates = result.updates
         spark_done = time.perf_counter()
         async with self.coord.write_lock:

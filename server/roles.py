@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from planner import source_syntax as srcs
 from planner.errors import DUPLICATE_OBJECT, UNDEFINED_OBJECT, SqlError
-from server.catalog import Item
+from server.catalog_items import Item
+from server.catalog_ops import SetDetails
 from server.outcome import Outcome
 from server.protocol.scram import make_verifier
 
@@ -21,7 +22,7 @@ async def create_role(session, stmt: srcs.CreateRole, params, ptypes):
     if stmt.alter:
         if existing is None or existing.kind != "role":
             raise SqlError(UNDEFINED_OBJECT, f'role "{stmt.name}" does not exist')
-        await session._ddl(lambda: [{"op": "details", "id": existing.id, "details": {"verifier": verifier}}])
+        await session._ddl(lambda: [SetDetails(existing.id, {"verifier": verifier})])
         return Outcome("ALTER ROLE")
     if existing is not None:
         raise SqlError(DUPLICATE_OBJECT, f'role "{stmt.name}" already exists')

@@ -49,7 +49,9 @@ from server import (
     transaction,
     writes,
 )
-from server.catalog import Catalog, Column, Item
+from server.catalog import Catalog
+from server.catalog_items import Column, Item
+from server.catalog_ops import CatalogOp, DropItem, SetSystem
 from server.coordinator import VERSION_STRING, Coordinator
 from server.copy_format import CopyOptions
 from server.outcome import CopyIn, Outcome, rows_outcome
@@ -391,7 +393,7 @@ class Session:
         if self.txn is not None and self.txn.explicit:
             raise SqlError(ACTIVE_SQL_TRANSACTION, f"{what} cannot run inside a transaction block")
 
-    async def _ddl(self, plan: Callable[[], list[dict]]) -> None:
+    async def _ddl(self, plan: Callable[[], list[CatalogOp]]) -> None:
         async with self.coord.write_lock:
             ops = plan()
             if ops:
@@ -404,7 +406,7 @@ class Session:
             return self.txn.catalog
         return self.coord.catalog
 
-    async def _table_ddl(self, plan: Callable[[Catalog], list[dict]]) -> None:
+    async def _table_ddl(self, plan: Callable[[Catalog], list[CatalogOp]]) -> None:
         """CREATE/DROP TABLE and VIEW: committed at once, or, in a transaction block, staged and
         committed with the block's writes at COMMIT, atomically (PostgreSQL's transactional
         DDL). A block's reads see the catalog as committed; its writes see its own tables."""
@@ -422,7 +424,7 @@ class Session:
                     if not _needs_spark(col.default) else None
         notices = []
 
-        def plan(catalog: Catalog) -> list[dict]:
+        def plan(catalog: Catalog) -> list[CatalogOp]:
             if stmt.if_not_exists and catalog.get(stmt.name) is not None:
                 notices.append(("NOTICE", f'relation "{stmt.name}" already exists, skipping'))
                 return []
@@ -451,7 +453,7 @@ class Session:
             dup = next(n for n in shape.names if shape.names.count(n) > 1)
             raise SqlError("42701", f'column "{dup}" specified more than once')
 
-        def plan(catalog: Catalog) -> list[dict]:
+        def plan(catalog: Catalog) -> list[CatalogOp]:
             deps = tuple(catalog.require(n).id for n in referenced_relations(tree))
             item = Item(catalog.allocate_id(), stmt.name, "view",
                         tuple(Column(n, t) for n, t in zip(shape.names, shape.types)),
@@ -464,9 +466,9 @@ class Session:
     async def _drop(self, stmt: st.Drop, params, ptypes) -> Outcome:
         notices: list[tuple[str, str]] = []
 
-        def plan(catalog: Catalog) -> list[dict]:
+        def plan(catalog: Catalog) -> list[CatalogOp]:
             ops, skipped = catalog.plan_drop(stmt.object_type, stmt.names, stmt.if_exists, stmt.cascade)
-            if any(catalog.items[op["id"]].source_id for op in ops if op.get("op") == "drop"):
+            if any(catalog.items[op.id].source_id for op in ops if isinstance(op, DropItem)):
                 self._no_ddl_in_transaction("DROP TABLE of a table fed by a source")
             notices.extend(("NOTICE", n) for n in skipped)
             return ops
@@ -525,7 +527,7 @@ class Session:
             async with self.coord.write_lock:
                 txn.check_ddl(self.coord.catalog)
                 await self.coord.commit(txn.ddl_ops, updates)
-        if self.server_sources is not None and any(op.get("op") == "drop" for op in txn.ddl_ops):
+        if self.server_sources is not None and any(isinstance(op, DropItem) for op in txn.ddl_ops):
             await self.server_sources.forget_dropped()
 
     async def _rollback(self, stmt, params, ptypes) -> Outcome:
@@ -588,7 +590,7 @@ class Session:
     async def _alter_system(self, stmt: st.AlterSystem, params, ptypes) -> Outcome:
         self._no_ddl_in_transaction("ALTER SYSTEM")
         value = system_value(stmt.name, stmt.value)
-        await self._ddl(lambda: [{"op": "system_set", "name": stmt.name, "value": value}])
+        await self._ddl(lambda: [SetSystem(stmt.name, value)])
         return Outcome("ALTER SYSTEM")
 
     async def _show_variable(self, stmt: st.ShowVariable, params, ptypes) -> Outcome:

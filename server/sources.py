@@ -40,7 +40,8 @@ from planner.errors import (
 )
 from planner.types import SqlType
 from server import kafka, writes
-from server.catalog import Column, Item
+from server.catalog_items import Column, Item
+from server.catalog_ops import CatalogOp, DropCollection, DropItem, SetDetails, SwapItems
 from server.metrics import SOURCE_LAG, SOURCE_ROWS
 from server.outcome import Outcome
 from spark_backend import pgoutput
@@ -223,19 +224,19 @@ class PostgresSourceRunner:
         lsn = await asyncio.to_thread(pg.take_snapshot, self.params(), slot, tables, not first, on_batch,
                                       progress)
         updates: dict[str, pa.Table] = {}
-        ops: list[dict] = []
+        ops: list[CatalogOp] = []
         for b in pending:
             if b.table.id in unreadable:
-                ops += [{"op": "drop", "id": b.table.id}, {"op": "drop_collection", "collection": b.table.id}]
+                ops += [DropItem(b.table.id), DropCollection(b.table.id)]
                 continue
             if parts[b.table.id]:
                 updates[b.table.id] = pa.concat_tables(parts[b.table.id])
-            ops.append({"op": "details", "id": b.table.id, "details": {"source": {"snapshot_lsn": lsn}}})
+            ops.append(SetDetails(b.table.id, {"source": {"snapshot_lsn": lsn}}))
         source_details: dict = {}
         if first:
             source_details = {"slot_created": True, "lsn": lsn}
         if source_details:
-            ops.append({"op": "details", "id": self.source_id, "details": source_details})
+            ops.append(SetDetails(self.source_id, source_details))
         async with self.coord.write_lock:
             await self.coord.commit(ops, {k: v for k, v in updates.items() if v.num_rows})
         self._progressed = True
@@ -289,14 +290,13 @@ class PostgresSourceRunner:
     async def _advance(self, lsn: int) -> None:
         async with self.coord.write_lock:
             if lsn > self.source.details.get("lsn", 0):
-                await self.coord.commit([{"op": "details", "id": self.source_id, "details": {"lsn": lsn}}], {})
+                await self.coord.commit([SetDetails(self.source_id, {"lsn": lsn})], {})
 
     async def _table_error(self, b: Binding, problem: str) -> None:
         b.error = problem
         log.warning("table errored", extra={"event": "table_error", "table": b.table.name, "error": problem})
         async with self.coord.write_lock:
-            await self.coord.commit([{"op": "details", "id": b.table.id,
-                                      "details": {"source": {"error": problem}}}], {})
+            await self.coord.commit([SetDetails(b.table.id, {"source": {"error": problem}})], {})
 
     def _prepare(self, txns: list[pg.Transaction]) -> _Batch:
         """Upstream transactions → updates per table, in commit order. A table that cannot
@@ -355,9 +355,9 @@ class PostgresSourceRunner:
             source = items.get(self.source_id)
             if source is None or batch.end_lsn <= source.details.get("lsn", 0):
                 return  # dropped while waiting for the lock, or already durable (a restart re-sent it)
-            ops = [{"op": "details", "id": b.table.id, "details": {"source": {"error": problem}}}
-                   for b, problem in batch.errors if b.table.id in items]
-            ops.append({"op": "details", "id": self.source_id, "details": {"lsn": batch.end_lsn}})
+            ops: list[CatalogOp] = [SetDetails(b.table.id, {"source": {"error": problem}})
+                                    for b, problem in batch.errors if b.table.id in items]
+            ops.append(SetDetails(self.source_id, {"lsn": batch.end_lsn}))
             updates = {k: v for k, v in batch.updates.items() if v.num_rows and k in items}
             await self.coord.commit(ops, updates)
         self._progressed = True
@@ -588,7 +588,7 @@ async def create_secret(session, stmt: srcs.CreateSecret, params, ptypes):
     # secret; the catalog and the log never see it.
     await asyncio.to_thread(coord.secrets.put, secret_id, stmt.value)
 
-    def plan() -> list[dict]:
+    def plan() -> list[CatalogOp]:
         if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
             return []
         return coord.catalog.plan_create(Item(secret_id, stmt.name, "secret", (), coord.read_ts()))
@@ -793,12 +793,12 @@ async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
     notices: list[tuple[str, str]] = []
     dropped_sources: list[Item] = []
 
-    def plan() -> list[dict]:
+    def plan() -> list[CatalogOp]:
         ops, skipped = coord.catalog.plan_drop(stmt.object_type, stmt.names, stmt.if_exists, stmt.cascade)
         notices.extend(("NOTICE", n) for n in skipped)
         for op in ops:
-            item = coord.catalog.items.get(op.get("id", ""))
-            if op["op"] == "drop" and item is not None and item.kind == "source":
+            item = coord.catalog.items.get(op.id) if isinstance(op, DropItem) else None
+            if item is not None and item.kind == "source":
                 dropped_sources.append(item)
         return ops
 
@@ -834,7 +834,7 @@ async def swap_tables(session, stmt: srcs.SwapTables, params, ptypes):
     b = coord.catalog.require(stmt.second, "table")
     if a.id == b.id:
         raise SqlError(DUPLICATE_OBJECT, "cannot swap a table with itself")
-    await session._ddl(lambda: [{"op": "swap", "a": a.id, "b": b.id}])
+    await session._ddl(lambda: [SwapItems(a.id, b.id)])
     return Outcome("ALTER TABLE")
 
 

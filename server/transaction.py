@@ -18,6 +18,7 @@ import pyarrow as pa
 from planner.errors import NO_ACTIVE_SQL_TRANSACTION, SqlError
 from server import writes
 from server.catalog import Catalog
+from server.catalog_ops import CatalogOp, CreateItem, DropCollection, DropItem
 from server.coordinator import Overlay
 
 SERIALIZATION_FAILURE = "40001"
@@ -45,7 +46,7 @@ class Transaction:
     notifies: list[tuple[str, str]] = field(default_factory=list)  # NOTIFY, sent at COMMIT
     # CREATE/DROP TABLE and VIEW in the block: their catalog operations, committed with its
     # writes at COMMIT, and the catalog as the block sees it (None while there are none).
-    ddl_ops: list[dict] = field(default_factory=list)
+    ddl_ops: list[CatalogOp] = field(default_factory=list)
     catalog: Catalog | None = None
 
     def overlay(self) -> Overlay | None:
@@ -54,13 +55,13 @@ class Transaction:
         return Overlay({k: writes.concat_updates(v) for k, v in self.updates.items()})
 
     # -- DDL ---------------------------------------------------------------------------
-    def stage_ddl(self, ops: list[dict], live: Catalog) -> None:
+    def stage_ddl(self, ops: list[CatalogOp], live: Catalog) -> None:
         """Stage catalog operations planned against `self.catalog or live`."""
         scratch = self.catalog or live.copy()
         for op in ops:
             scratch.apply(op)
-            if op.get("op") == "drop_collection":
-                self.updates.pop(op["collection"], None)  # writes to a table dropped after them
+            if isinstance(op, DropCollection):
+                self.updates.pop(op.id, None)  # writes to a table dropped after them
         self.ddl_ops.extend(ops)
         self.catalog = scratch
 
@@ -69,16 +70,15 @@ class Transaction:
         that its DDL no longer applies (a name it created was taken, an object it dropped
         is gone)."""
         for op in self.ddl_ops:
-            kind = op.get("op")
-            if kind == "create":
-                item = op["item"]
-                other = live.get(item["name"])
-                taken = item["id"] in live.items or (other is not None and not any(
-                    o.get("op") == "drop" and o["id"] == other.id for o in self.ddl_ops))
-            elif kind == "drop":
-                taken = op["id"] not in live.items
-            else:
-                continue
+            match op:
+                case CreateItem(item):
+                    other = live.get(item.name)
+                    taken = item.id in live.items or (other is not None and not any(
+                        isinstance(o, DropItem) and o.id == other.id for o in self.ddl_ops))
+                case DropItem(item_id):
+                    taken = item_id not in live.items
+                case _:
+                    continue
             if taken:
                 raise SqlError(SERIALIZATION_FAILURE, "could not serialize access due to concurrent DDL: "
                                "the catalog changed while this transaction ran",

@@ -33,7 +33,7 @@ from planner.errors import (
 )
 from planner.translate import SessionContext
 from planner.types import SqlType
-from server.catalog import Item
+from server.catalog_items import Item
 from server.coordinator import Coordinator, Overlay
 from spark_backend.schema import DIFF, TS, arrow_type, physical, storage_arrow_schema
 

@@ -283,7 +283,9 @@ def _jvm_pid(server_pid: int) -> int | None:
 def test_a_data_directory_from_before_keeps_its_secrets_but_not_in_plaintext():
     """Secret values written into the catalog by an older sparkwire move to the secret store at
     start (the log and checkpoint are rewritten); a stored view that calls Java fails to read."""
-    from server.catalog import Catalog, Item
+    from server import catalog_ops
+    from server.catalog import Catalog
+    from server.catalog_items import Item
     from spark_backend.storage import Store
 
     data = tempfile.mkdtemp(prefix="sparkwire-old-")
@@ -294,7 +296,7 @@ def test_a_data_directory_from_before_keeps_its_secrets_but_not_in_plaintext():
     view = Item(catalog.allocate_id(), "oldview", "view", (), 1,
                 sql="SELECT reflect('java.lang.System', 'getenv', 'HOME') AS v")
     ops = catalog.plan_create(secret) + catalog.plan_create(view)
-    store.commit(int(time.time() * 1000), ops, {})
+    store.commit(int(time.time() * 1000), catalog_ops.to_json(ops), {})
     store.close()
     assert SECRET_VALUE.encode() in (Path(data) / "log.jsonl").read_bytes()
     proc = ServerProcess(data_dir=data).start()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from planner import jsonb
 from planner import kafka_syntax as ks
 from planner.errors import SqlError
-from server.catalog import Item
+from server.catalog_items import Item
 from server.kafka import batch_target, error_changes, table_layout
 from spark_backend import kafka_decode
 from spark_backend.kafka_decode import DecodePlan, check_side, decode_side, key_label

@@ -11,7 +11,7 @@ from planner.parser import parse_one
 from planner.translate import SessionContext, TableSource, resolve_tree
 from planner.types import BY_NAME, SqlType, column_type
 from server import system_catalog as sc
-from server.catalog import Column, Item
+from server.catalog_items import Column, Item
 
 CTX = SessionContext("materialize", "materialize", "v", "2024-01-01 00:00:00.000000", 7)
 

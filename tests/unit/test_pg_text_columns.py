@@ -17,7 +17,7 @@ from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.types import BY_NAME, SqlType
 from server import writes
-from server.catalog import Column, Item
+from server.catalog_items import Column, Item
 
 
 def typ(name: str, typmod: int = -1, array: bool = False) -> SqlType:

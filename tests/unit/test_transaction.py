@@ -9,7 +9,8 @@ import pytest
 
 from planner.errors import SqlError
 from planner.types import BY_NAME, SqlType
-from server.catalog import Catalog, Column, Item
+from server.catalog import Catalog
+from server.catalog_items import Column, Item
 from server.transaction import Transaction, explicit
 
 INT = SqlType(BY_NAME["integer"])

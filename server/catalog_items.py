@@ -1,0 +1,72 @@
+"""The catalog's objects: a named item (table, view, source, connection, secret, role) and
+its columns. Immutable values, beneath the catalog and the operations that change it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.types import SqlType
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: SqlType
+    not_null: bool = False
+    default: str | None = None  # PostgreSQL-dialect SQL of the default expression
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
+                "default": self.default}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Column:
+        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"))
+
+
+@dataclass(frozen=True)
+class Item:
+    """A named catalog object: a table (with a storage collection), a view, a
+    source, a connection or a secret."""
+
+    id: str
+    name: str
+    kind: str  # table | view | source | connection | secret
+    columns: tuple[Column, ...]
+    created_at: int
+    sql: str | None = None  # a view's query as written
+    depends_on: tuple[str, ...] = ()  # ids of the objects this one uses
+    oid: int = 0
+    # Kind-specific facts: a source's options and progress, a source-fed table's
+    # upstream reference, a secret's value (never shown back).
+    details: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def source_id(self) -> str | None:
+        """The source feeding this table, if any: such tables are read-only."""
+        return self.details.get("source", {}).get("source_id") if self.kind == "table" else None
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def column_types(self) -> list[SqlType]:
+        return [c.type for c in self.columns]
+
+    def column(self, name: str) -> Column | None:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "kind": self.kind, "created_at": self.created_at,
+                "columns": [c.to_json() for c in self.columns], "sql": self.sql,
+                "depends_on": list(self.depends_on), "oid": self.oid, "details": self.details}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Item:
+        return cls(d["id"], d["name"], d["kind"], tuple(Column.from_json(c) for c in d["columns"]),
+                   d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0),
+                   d.get("details", {}))
