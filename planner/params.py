@@ -19,6 +19,8 @@ from sqlglot import exp
 
 from planner import statements as st
 from planner.errors import SqlError
+from planner.parser import sql_type
+from planner.pg_compat import param_type
 from planner.types import BY_NAME, BY_OID, SqlType
 
 TEXT = SqlType(BY_NAME["text"])
@@ -60,13 +62,9 @@ def infer_types(stmt: st.Statement, numbers: list[int], declared: dict[int, int]
                 continue
             parent = node.parent
             if isinstance(parent, exp.Cast):
-                from planner.parser import sql_type
-
                 with contextlib.suppress(SqlError):  # an unknown cast target fails later
                     out[n] = sql_type(parent.to)
                 if n not in out:
-                    from planner.pg_compat import param_type
-
                     catalog_type = param_type(parent.to)  # $1::oid[] (asyncpg), $1::oid
                     if catalog_type is not None:
                         out[n] = catalog_type

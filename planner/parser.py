@@ -184,27 +184,27 @@ def _result_clauses_after(when: str) -> tuple[str, str]:
     return when, ""
 
 
-def _ident(node: exp.Expression | str) -> str:
+def folded_name(node: exp.Expression | str) -> str:
     """A name as PostgreSQL folds it: lower case unless quoted."""
     if isinstance(node, str):
         return node.lower()
     if isinstance(node, exp.Identifier):
         return node.this if node.quoted else node.this.lower()
     if isinstance(node, (exp.Column, exp.Table)):
-        return _ident(node.this)
+        return folded_name(node.this)
     return node.name.lower()
 
 
 def table_name(table: exp.Table) -> str:
     """A referenced relation's name; only the default database and schema exist."""
     schema = table.args.get("db")
-    if schema is not None and _ident(schema) not in ("public", "mz_catalog", "pg_catalog",
+    if schema is not None and folded_name(schema) not in ("public", "mz_catalog", "pg_catalog",
                                                      "information_schema", "mz_internal"):
-        raise SqlError("3F000", f'unknown schema "{_ident(schema)}"')
+        raise SqlError("3F000", f'unknown schema "{folded_name(schema)}"')
     catalog = table.args.get("catalog")
-    if catalog is not None and _ident(catalog) != "materialize":
-        raise SqlError("3D000", f'unknown database "{_ident(catalog)}"')
-    return _ident(table.this)
+    if catalog is not None and folded_name(catalog) != "materialize":
+        raise SqlError("3D000", f'unknown database "{folded_name(catalog)}"')
+    return folded_name(table.this)
 
 
 _TYPE_SPELLING = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s*(?:\(([\d\s,]*)\))?\s*((?:\[\s*\d*\s*\])*)\s*$")
@@ -251,7 +251,7 @@ def _create_table(text: str) -> st.CreateTable:
     for cd in tree.this.expressions:
         if not isinstance(cd, exp.ColumnDef):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"table constraint {cd.sql('postgres')!r} is not supported")
-        col = _ident(cd.this)
+        col = folded_name(cd.this)
         if col in seen:
             raise SqlError("42701", f'column "{col}" specified more than once')
         seen.add(col)
@@ -280,7 +280,7 @@ def _create_view(text: str, replace: bool) -> st.CreateView:
     target = tree.this
     columns: tuple[str, ...] = ()
     if isinstance(target, exp.Schema):
-        columns = tuple(_ident(c) for c in target.expressions)
+        columns = tuple(folded_name(c) for c in target.expressions)
         target = target.this
     m = re.search(r"(?is)\bas\b\s*(.*)$", text)
     body = m.group(1) if m else tree.expression.sql("postgres")
@@ -295,7 +295,7 @@ def _insert(s: Scanner) -> st.Insert:
     target = tree.this
     columns = None
     if isinstance(target, exp.Schema):
-        columns = tuple(_ident(c) for c in target.expressions)
+        columns = tuple(folded_name(c) for c in target.expressions)
         target = target.this
     if tree.args.get("conflict") is not None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... ON CONFLICT is not supported")
@@ -330,7 +330,7 @@ def _update(s: Scanner) -> st.Update:
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise SqlError(SYNTAX_ERROR, f"syntax error in SET clause: {eq.sql('postgres')}")
-        assignments.append((_ident(eq.this), eq.expression))
+        assignments.append((folded_name(eq.this), eq.expression))
     where = tree.args.get("where")
     alias = tree.this.alias or None
     returning = tree.args.get("returning")

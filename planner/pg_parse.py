@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from pglast import ast as pg_ast
 from pglast import parser as _pg
 
 from planner.errors import SYNTAX_ERROR, SqlError
@@ -77,11 +78,9 @@ def walk(root: Any) -> Iterator[tuple[str, Node]]:
 
 def _field_types() -> dict[tuple[str, str], str]:
     """(node type, field) → the one node type the field holds, from pglast's node classes."""
-    from pglast import ast
-
     out = {}
-    for name in dir(ast):
-        slots = getattr(getattr(ast, name), "__slots__", None)
+    for name in dir(pg_ast):
+        slots = getattr(getattr(pg_ast, name), "__slots__", None)
         if isinstance(slots, dict):
             for field, info in slots.items():
                 c_type = info.c_type

@@ -15,6 +15,7 @@ its wording: a second modifier is `Expected end of statement, found WITHIN`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -353,8 +354,6 @@ def parse_fetch(s: Scanner) -> Fetch:
 
 def parse_duration(text: str, what: str) -> float:
     """'1s', '500ms', '2 minutes', '0' → seconds."""
-    import re
-
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec|seconds?|m|min|minutes?|h|hours?)?\s*",
                      text.lower())
     if m is None:

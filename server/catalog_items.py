@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner.errors import SqlError
 from planner.types import SqlType
 
 
@@ -53,6 +54,18 @@ class Item:
     @property
     def column_types(self) -> list[SqlType]:
         return [c.type for c in self.columns]
+
+    def check_readable(self) -> None:
+        """Reading a Kafka table whose keys are in error fails, naming one key and its offset."""
+        errors = self.details.get("source", {}).get("errors") if self.kind == "table" else None
+        if not errors:
+            return
+        key, err = next(iter(sorted(errors.items())))
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        what = "a record" if key.startswith("offset ") else f"key {key}"  # ENVELOPE NONE errors have no key
+        raise SqlError("XX000", f'table "{self.name}": {what} cannot be decoded at partition {err["partition"]} '
+                                f'offset {err["offset"]}: {err["message"]}{more}',
+                       hint="A later record or tombstone for the key replaces the error.")
 
     def column(self, name: str) -> Column | None:
         for c in self.columns:

@@ -35,7 +35,7 @@ from planner.errors import (
     QUERY_CANCELED,
     SqlError,
 )
-from planner.params import infer_types
+from planner.params import TEXT, infer_types
 from planner.parser import parse, parse_one
 from planner.types import SqlType
 from server import metrics
@@ -64,8 +64,6 @@ class Prepared:
     @property
     def param_list(self) -> list[SqlType]:
         count = max(self.param_types, default=0)
-        from planner.params import TEXT
-
         return [self.param_types.get(i, TEXT) for i in range(1, count + 1)]
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from planner.errors import UNDEFINED_TABLE, SqlError
+from planner.parser import parse_one
 from planner.spark_guard import spark_sql
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
@@ -336,15 +337,11 @@ class Coordinator:
             if item is None:
                 return None
             if item.kind in ("view", "source"):
-                from planner.parser import parse_one
-
                 text = item.sql if item.kind == "view" else source_progress_sql(item, catalog)
                 return ViewSource(parse_one(text).statement.ast)
             if item.kind != "table":
                 raise SqlError("42809", f'"{name}" is a {item.kind}, not a relation')
-            from server.kafka import check_errors
-
-            check_errors(item)
+            item.check_readable()
             spark_name = f"__sw_{qid}_{name if _SIMPLE_NAME.match(name) else item.id}"
             views[item.id] = (spark_name, item)
             return TableSource(spark_name, {c.name: c.type.spark for c in item.columns})

@@ -350,19 +350,6 @@ def error_changes(events: list[dict], key_errors: dict[str, dict]) -> dict[str, 
     return out
 
 
-def check_errors(item: Item) -> None:
-    """Reading a Kafka table whose keys are in error fails, naming one key and its offset."""
-    errors = item.details.get("source", {}).get("errors") if item.kind == "table" else None
-    if not errors:
-        return
-    key, err = next(iter(sorted(errors.items())))
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    what = "a record" if key.startswith("offset ") else f"key {key}"  # ENVELOPE NONE errors have no key
-    raise SqlError("XX000", f'table "{item.name}": {what} cannot be decoded at partition {err["partition"]} '
-                            f'offset {err["offset"]}: {err["message"]}{more}',
-                   hint="A later record or tombstone for the key replaces the error.")
-
-
 # -- statements ----------------------------------------------------------------------
 
 async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connection: Item):

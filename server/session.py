@@ -35,6 +35,7 @@ from planner.errors import (
     SqlError,
 )
 from planner.params import literal
+from planner.parser import parse_one
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
@@ -444,8 +445,6 @@ class Session:
         if stmt.column_names:
             cols = ", ".join(f'"{c}"' for c in stmt.column_names)
             sql = f"SELECT * FROM ({sql}) AS __view({cols})"
-        from planner.parser import parse_one
-
         tree = parse_one(sql).statement.ast
         spark_sql, views = self.coord.plan_query(tree, self._context(), catalog=self.catalog)
         shape = await self.coord.query(spark_sql, views, self.coord.read_ts(), describe_only=True)
@@ -702,8 +701,6 @@ class Session:
         ctx = self._context()
         defaults, computed = writes.default_values(item, positions, ctx)
         if computed:
-            from planner.parser import parse_one
-
             select = parse_one(f"SELECT {', '.join(computed.values())}").statement.ast
             spark_sql, views = self.coord.plan_query(select, ctx, catalog=self.catalog)
             result = await self.coord.query(spark_sql, views, self.coord.read_ts(), group=self.group)

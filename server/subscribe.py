@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
+from sqlglot import exp
 
 from planner.dataflow import DataflowPlan, plan_dataflow
 from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, UNDEFINED_TABLE, SqlError
@@ -124,8 +125,6 @@ class Subscription:
     # -- planning ------------------------------------------------------------------
     def plan(self) -> None:
         """Resolve names and choose the dataflow; no Spark work."""
-        from sqlglot import exp
-
         views: dict = {}
         read: dict[str, str] = {}  # every catalog item the query reads (views too): id → name
         if self.stmt.query is not None:

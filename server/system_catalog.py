@@ -20,10 +20,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import sqlglot
+from sqlglot import exp
 
 from planner import functions, operators, pg_compat
 from planner.pg_compat import NAMESPACES, SUPERUSER_OID, TYPES
 from planner.types import BY_NAME, SqlType, lookup
+from server.settings import SYSTEM_VARIABLES, VARIABLES
 from spark_backend.schema import arrow_type, pg_metadata, physical
 
 OWNER = "materialize"
@@ -157,9 +160,6 @@ def _pg_attrdef(snap: Snapshot):
 
 def default_expr(default: str, t: SqlType) -> str:
     """A column default as `pg_get_expr` prints it: literals carry their type, as in PostgreSQL."""
-    import sqlglot
-    from sqlglot import exp
-
     try:
         tree = sqlglot.parse_one(default, read="postgres")
     except Exception:  # noqa: BLE001 - shown as stored
@@ -217,8 +217,6 @@ def _pg_user(snap: Snapshot):
 
 
 def _pg_settings(snap: Snapshot):
-    from server.settings import SYSTEM_VARIABLES, VARIABLES
-
     for var in sorted(VARIABLES.values(), key=lambda v: v.name):
         context = "internal" if var.read_only else "user"
         yield (var.name, var.default, None, "Client Connection Defaults", var.description, None,

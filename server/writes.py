@@ -31,6 +31,8 @@ from planner.errors import (
     UNDEFINED_COLUMN,
     SqlError,
 )
+from planner.params import literal
+from planner.parser import folded_name, parse_one, sql_type
 from planner.translate import SessionContext
 from planner.types import SqlType
 from server.catalog_items import Item
@@ -97,11 +99,9 @@ def constant_value(node: exp.Expression, t: SqlType, ctx: SessionContext,
         unit = node.args.get("unit")
         text = node.this.name + (f" {unit.name}" if unit is not None else "")
         return decode_text(t, text.encode())
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
-        from planner.parser import sql_type
-
-        if sql_type(node.to) == t:
-            return decode_text(t, node.this.this.encode())
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string \
+            and sql_type(node.to) == t:
+        return decode_text(t, node.this.this.encode())
     raise NotConstant
 
 
@@ -137,8 +137,6 @@ def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str
 
     Column names (optionally qualified by the table, aliased) and `*`; an expression
     would need a query over the written rows, which is not supported."""
-    from planner.parser import _ident
-
     out: list[tuple[str, int]] = []
     for node in returning:
         alias = None
@@ -148,7 +146,7 @@ def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str
             out += [(c.name, i) for i, c in enumerate(item.columns)]
             continue
         if isinstance(node, exp.Column) and (not node.table or node.table.lower() == item.name.lower()):
-            name = _ident(node)
+            name = folded_name(node)
             pos = next((i for i, c in enumerate(item.columns) if c.name == name), None)
             if pos is None:
                 raise SqlError(UNDEFINED_COLUMN, f'column "{name}" does not exist')
@@ -170,8 +168,6 @@ def default_values(item: Item, given: list[int], ctx: SessionContext) -> tuple[d
     """The DEFAULT of each column not in `given`, for a whole statement: the constant ones'
     values, and the SQL of the others (now(), ...) for one evaluation in Spark, as
     PostgreSQL evaluates them once per statement too."""
-    from planner.parser import parse_one
-
     values: dict[int, object] = {}
     computed: dict[int, str] = {}
     for pos, column in enumerate(item.columns):
@@ -304,8 +300,6 @@ def coerce_sql(item: Item, positions: list[int], source_sql: str, width: int,
                 cols.append(f"CAST({value} AS STRING) AS {physical(pos)}")
                 continue
         elif column.default is not None:
-            from planner.parser import parse_one
-
             value = parse_one(f"SELECT {column.default}").statement.ast.expressions[0].sql("spark")
         else:
             value = "NULL"
@@ -369,8 +363,6 @@ def update_select(item: Item, stmt: st.Update) -> exp.Select:
     for i, n in enumerate(names):
         value, t = assigned.get(n), item.columns[i].type
         if isinstance(value, exp.Literal) and value.is_string and _parsed_in_python(t):
-            from planner.params import literal
-
             assigned[n] = literal(decode_text(t, value.this.encode()), t)
     new = [exp.alias_(exp.Cast(this=assigned[n].copy(), to=exp.DataType.build(item.columns[i].type.spark, dialect="spark"))
                       if n in assigned else exp.column(n, quoted=True), f"__new{i}")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from planner.errors import QUERY_CANCELED, SqlError
+from spark_backend.errors import translate_spark_error
 
 log = logging.getLogger("sparkwire.spark")
 
@@ -357,8 +358,6 @@ class SparkEngine:
         except SqlError:
             raise
         except Exception as exc:
-            from spark_backend.errors import translate_spark_error
-
             if group is not None and group in self._cancelled:
                 raise SqlError(QUERY_CANCELED, "canceling statement due to user request") from exc
             raise translate_spark_error(exc) from exc

@@ -9,6 +9,7 @@ the read pay for a multiset difference.
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -79,8 +80,6 @@ def has_retractions(store: Store, collection_id: str, as_of: int, overlay: pa.Ta
     if any(f.retractions for f in files):
         return True
     if overlay is not None and overlay.num_rows:
-        import pyarrow.compute as pc
-
         return bool(pc.any(pc.less(overlay.column(DIFF), 0)).as_py())
     return False
 

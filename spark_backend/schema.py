@@ -11,7 +11,7 @@ import json
 
 import pyarrow as pa
 
-from planner.types import SqlType
+from planner.types import BY_NAME, SqlType
 
 TS = "mz_timestamp"
 DIFF = "mz_diff"
@@ -76,8 +76,6 @@ def sql_type_of_spark(field) -> SqlType:
 
 def _sql_type_of_datatype(dt) -> SqlType:
     from pyspark.sql import types as T
-
-    from planner.types import BY_NAME
 
     if isinstance(dt, T.ArrayType):
         inner = _sql_type_of_datatype(dt.elementType)
