@@ -405,7 +405,7 @@ class Connection:
             sub = outcome.stream
             try:
                 while True:
-                    await self.session._wait_for_rows(sub, None)
+                    await self.session.wait_for_rows(sub, None)
                     tables = sub.take(None, BYTES_PER_WRITE)
                     if tables:
                         for table in tables:
@@ -432,7 +432,7 @@ class Connection:
         sub = portal.outcome.stream
         types = portal.outcome.types
         while True:
-            await self.session._wait_for_rows(sub, None)
+            await self.session.wait_for_rows(sub, None)
             tables = sub.take(None if max_rows <= 0 else max_rows, BYTES_PER_WRITE)
             for table in tables:
                 await self._send_rows(table, types, portal.result_formats, 0, table.num_rows)

@@ -18,7 +18,7 @@ from planner.errors import NOT_NULL_VIOLATION, SqlError
 from planner.types import SqlType
 from server.catalog_items import Item
 from server.copy_format import ParsedCopy
-from server.writes import _array, check_value
+from server.writes import check_value, column_array
 from spark_backend.schema import arrow_type, storage_arrow_schema
 
 # PostgreSQL types whose values Arrow parses exactly as PostgreSQL would, when it parses
@@ -39,7 +39,7 @@ def updates(item: Item, positions: list[int], parsed: ParsedCopy, defaults: dict
     for pos, column in enumerate(item.columns):
         if pos not in columns:
             value = check_value(item, pos, defaults.get(pos)) if column.not_null else defaults.get(pos)
-            columns[pos] = _array([value] * n, arrow_type(column.type), column.name)
+            columns[pos] = column_array([value] * n, arrow_type(column.type), column.name)
         elif column.not_null and columns[pos].null_count:
             row = pc.index(pc.is_null(columns[pos]), True).as_py()
             if first_null is None or row < first_null[0]:
@@ -76,7 +76,7 @@ def _column(item: Item, pos: int, texts: pa.Array, parsed: ParsedCopy, context: 
         except SqlError as err:
             err.where = f'{context}, line {parsed.line(row)}, column {column.name}: "{text}"'
             raise
-    return _array(values, target, column.name)
+    return column_array(values, target, column.name)
 
 
 def _castable(t: SqlType) -> bool:

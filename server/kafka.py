@@ -26,6 +26,7 @@ from server.catalog_items import Column, Item
 from server.catalog_ops import SetDetails
 from server.metrics import KAFKA_BATCHES, SOURCE_LAG, SOURCE_ROWS
 from server.outcome import Outcome
+from server.statement_context import StatementContext
 from spark_backend import kafka_batch, kafka_consumer
 from spark_backend.kafka_decode import DecodePlan, key_label
 from spark_backend.kafka_read import Backlog, backlog_ranges
@@ -352,7 +353,8 @@ def error_changes(events: list[dict], key_errors: dict[str, dict]) -> dict[str, 
 
 # -- statements ----------------------------------------------------------------------
 
-async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connection: Item):
+async def create_kafka_source(manager, session: StatementContext, stmt: srcs.CreateSource,
+                              connection: Item):
     coord = session.coord
     options = dict(stmt.options)
     topic = options.get("topic")
@@ -400,7 +402,7 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
                   depends_on=(connection.id,),
                   details={"connector": "kafka", "connection_id": connection.id, "topic": topic,
                            "start_offsets": start})
-    await session._ddl(lambda: coord.catalog.plan_create(source))
+    await session.ddl(lambda: coord.catalog.plan_create(source))
     if clauses:
         # The single-statement form: the source becomes <name>_progress, the data <name>.
         table_stmt = srcs.CreateTableFromSource(stmt.name, None, source_name, topic, (), False, clauses)
@@ -408,7 +410,8 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
     return Outcome("CREATE SOURCE")
 
 
-async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource, source: Item):
+async def create_kafka_table(manager, session: StatementContext, stmt: srcs.CreateTableFromSource,
+                             source: Item):
     coord = session.coord
     reference = stmt.reference.strip('"')
     if reference != source.details["topic"]:
@@ -428,7 +431,7 @@ async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource,
                                      # read, per partition); unlisted partitions at their first.
                                      "offsets": {str(p): o for p, o in
                                                  enumerate(source.details.get("start_offsets", []))}}})
-    await session._ddl(lambda: coord.catalog.plan_create(table))
+    await session.ddl(lambda: coord.catalog.plan_create(table))
     manager.start_kafka_table(coord.catalog.items[table.id])
     return Outcome("CREATE TABLE")
 

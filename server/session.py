@@ -390,11 +390,13 @@ class Session:
         return self._returning(f"DELETE {count}", item, rows, returning)
 
     # -- DDL -----------------------------------------------------------------------
-    def _no_ddl_in_transaction(self, what: str) -> None:
+    # `coord`, `server_sources` and these two are the StatementContext (server.statement_context)
+    # that the handlers of sources, connections, secrets and roles get.
+    def no_ddl_in_transaction(self, what: str) -> None:
         if self.txn is not None and self.txn.explicit:
             raise SqlError(ACTIVE_SQL_TRANSACTION, f"{what} cannot run inside a transaction block")
 
-    async def _ddl(self, plan: Callable[[], list[CatalogOp]]) -> None:
+    async def ddl(self, plan: Callable[[], list[CatalogOp]]) -> None:
         async with self.coord.write_lock:
             ops = plan()
             if ops:
@@ -413,7 +415,7 @@ class Session:
         DDL). A block's reads see the catalog as committed; its writes see its own tables."""
         txn = self.txn
         if txn is None or not txn.explicit:
-            await self._ddl(lambda: plan(self.coord.catalog))
+            await self.ddl(lambda: plan(self.coord.catalog))
             return
         txn.stage_ddl(plan(txn.catalog or self.coord.catalog), self.coord.catalog)
 
@@ -468,7 +470,7 @@ class Session:
         def plan(catalog: Catalog) -> list[CatalogOp]:
             ops, skipped = catalog.plan_drop(stmt.object_type, stmt.names, stmt.if_exists, stmt.cascade)
             if any(catalog.items[op.id].source_id for op in ops if isinstance(op, DropItem)):
-                self._no_ddl_in_transaction("DROP TABLE of a table fed by a source")
+                self.no_ddl_in_transaction("DROP TABLE of a table fed by a source")
             notices.extend(("NOTICE", n) for n in skipped)
             return ops
 
@@ -587,9 +589,9 @@ class Session:
         return self.coord.catalog.system.get(name, SYSTEM_VARIABLES[name])
 
     async def _alter_system(self, stmt: st.AlterSystem, params, ptypes) -> Outcome:
-        self._no_ddl_in_transaction("ALTER SYSTEM")
+        self.no_ddl_in_transaction("ALTER SYSTEM")
         value = system_value(stmt.name, stmt.value)
-        await self._ddl(lambda: [SetSystem(stmt.name, value)])
+        await self.ddl(lambda: [SetSystem(stmt.name, value)])
         return Outcome("ALTER SYSTEM")
 
     async def _show_variable(self, stmt: st.ShowVariable, params, ptypes) -> Outcome:
@@ -644,7 +646,7 @@ class Session:
 
     async def _discard(self, stmt: st.Discard, params, ptypes) -> Outcome:
         if stmt.what == "all":
-            self._no_ddl_in_transaction("DISCARD ALL")
+            self.no_ddl_in_transaction("DISCARD ALL")
             changed = self.settings.reset("all")
             self.deallocate(None)
             return Outcome("DISCARD ALL", parameter_changes=[
@@ -772,14 +774,14 @@ class Session:
         sub = cursor.subscription
         if stmt.count == 0:  # FETCH 0: the columns, at once (as Materialize answers it)
             return Outcome("FETCH 0", cursor.names, cursor.types, _no_rows(len(cursor.names)))
-        await self._wait_for_rows(sub, stmt.timeout)
+        await self.wait_for_rows(sub, stmt.timeout)
         if sub.error is not None and not sub.buffered:
             raise sub.error
         tables = sub.take(stmt.count)
         table = subscribe_output.concat(tables) if tables else _no_rows(len(cursor.names))
         return Outcome(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
 
-    async def _wait_for_rows(self, sub: Subscription, timeout: float | None) -> None:
+    async def wait_for_rows(self, sub: Subscription, timeout: float | None) -> None:
         """Wait for a subscription's rows, giving way to a cancel request."""
         waiter = asyncio.ensure_future(sub.wait(timeout))
         cancel = asyncio.ensure_future(self.cancel_event.wait())

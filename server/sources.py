@@ -44,6 +44,7 @@ from server.catalog_items import Column, Item
 from server.catalog_ops import CatalogOp, DropCollection, DropItem, SetDetails, SwapItems
 from server.metrics import SOURCE_LAG, SOURCE_ROWS
 from server.outcome import Outcome
+from server.statement_context import StatementContext
 from spark_backend import pgoutput
 from spark_backend import postgres_source as pg
 
@@ -515,10 +516,11 @@ class SourceManager:
     async def check_kafka(self, connection: Item) -> None:
         await kafka.check_kafka(self, connection)
 
-    async def create_kafka_source(self, session, stmt, connection: Item):
+    async def create_kafka_source(self, session: StatementContext, stmt: srcs.CreateSource, connection: Item):
         return await kafka.create_kafka_source(self, session, stmt, connection)
 
-    async def create_kafka_table(self, session, stmt, source: Item):
+    async def create_kafka_table(self, session: StatementContext, stmt: srcs.CreateTableFromSource,
+                                 source: Item):
         return await kafka.create_kafka_table(self, session, stmt, source)
 
     def start_kafka_table(self, table: Item) -> None:
@@ -578,8 +580,8 @@ class SourceManager:
         return out
 
 
-async def create_secret(session, stmt: srcs.CreateSecret, params, ptypes):
-    session._no_ddl_in_transaction("CREATE SECRET")
+async def create_secret(session: StatementContext, stmt: srcs.CreateSecret, params, ptypes):
+    session.no_ddl_in_transaction("CREATE SECRET")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
         return Outcome("CREATE SECRET")
@@ -594,7 +596,7 @@ async def create_secret(session, stmt: srcs.CreateSecret, params, ptypes):
         return coord.catalog.plan_create(Item(secret_id, stmt.name, "secret", (), coord.read_ts()))
 
     try:
-        await session._ddl(plan)
+        await session.ddl(plan)
     finally:
         live = {i.id for i in coord.catalog.items.values() if i.kind == "secret"}
         if secret_id not in live:
@@ -646,8 +648,8 @@ def _check_kafka_options(options: dict[str, object]) -> None:
                                                 f"SASL_SSL, not {protocol}")
 
 
-async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes):
-    session._no_ddl_in_transaction("CREATE CONNECTION")
+async def create_connection(session: StatementContext, stmt: srcs.CreateConnection, params, ptypes):
+    session.no_ddl_in_transaction("CREATE CONNECTION")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
         return Outcome("CREATE CONNECTION", notices=[("NOTICE", f'connection "{stmt.name}" already exists, skipping')])
@@ -686,7 +688,7 @@ async def create_connection(session, stmt: srcs.CreateConnection, params, ptypes
         validator = getattr(session.server_sources, "check_kafka", None)
         if validator is not None:
             await validator(item)
-    await session._ddl(lambda: coord.catalog.plan_create(item))
+    await session.ddl(lambda: coord.catalog.plan_create(item))
     return Outcome("CREATE CONNECTION")
 
 
@@ -702,8 +704,8 @@ def _connection_sql(stmt: srcs.CreateConnection) -> str:
     return f'CREATE CONNECTION "{stmt.name}" TO {stmt.connector.upper()} ({", ".join(parts)})'
 
 
-async def create_source(session, stmt: srcs.CreateSource, params, ptypes):
-    session._no_ddl_in_transaction("CREATE SOURCE")
+async def create_source(session: StatementContext, stmt: srcs.CreateSource, params, ptypes):
+    session.no_ddl_in_transaction("CREATE SOURCE")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
         return Outcome("CREATE SOURCE", notices=[("NOTICE", f'source "{stmt.name}" already exists, skipping')])
@@ -731,13 +733,14 @@ async def create_source(session, stmt: srcs.CreateSource, params, ptypes):
         depends_on=(connection.id,),
         details={"connector": "postgres", "connection_id": connection.id, "publication": publication,
                  "slot": slot, "slot_created": False, "lsn": 0})
-    await session._ddl(lambda: coord.catalog.plan_create(item))
+    await session.ddl(lambda: coord.catalog.plan_create(item))
     manager._start(coord.catalog.items[source_id])
     return Outcome("CREATE SOURCE")
 
 
-async def create_table_from_source(session, stmt: srcs.CreateTableFromSource, params, ptypes):
-    session._no_ddl_in_transaction("CREATE TABLE")
+async def create_table_from_source(session: StatementContext, stmt: srcs.CreateTableFromSource, params,
+                                   ptypes):
+    session.no_ddl_in_transaction("CREATE TABLE")
     coord = session.coord
     manager: SourceManager = session.server_sources
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
@@ -778,7 +781,7 @@ async def create_table_from_source(session, stmt: srcs.CreateTableFromSource, pa
                  details={"source": {"source_id": source.id, "reference": upstream.qualified,
                                      "upstream": _upstream_to_json(upstream), "upstream_columns": wanted,
                                      "snapshot_lsn": None}})
-    await session._ddl(lambda: coord.catalog.plan_create(table))
+    await session.ddl(lambda: coord.catalog.plan_create(table))
     runner = manager.runners.get(source.id)
     if runner is None:
         runner = manager._start(source)
@@ -786,8 +789,8 @@ async def create_table_from_source(session, stmt: srcs.CreateTableFromSource, pa
     return Outcome("CREATE TABLE")
 
 
-async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
-    session._no_ddl_in_transaction(f"DROP {stmt.object_type}")
+async def drop_objects(session: StatementContext, stmt: srcs.DropObjects, params, ptypes):
+    session.no_ddl_in_transaction(f"DROP {stmt.object_type}")
     coord = session.coord
     manager: SourceManager = session.server_sources
     notices: list[tuple[str, str]] = []
@@ -827,14 +830,14 @@ async def drop_objects(session, stmt: srcs.DropObjects, params, ptypes):
     return Outcome(f"DROP {stmt.object_type}", notices=notices)
 
 
-async def swap_tables(session, stmt: srcs.SwapTables, params, ptypes):
-    session._no_ddl_in_transaction("ALTER TABLE")
+async def swap_tables(session: StatementContext, stmt: srcs.SwapTables, params, ptypes):
+    session.no_ddl_in_transaction("ALTER TABLE")
     coord = session.coord
     a = coord.catalog.require(stmt.first, "table")
     b = coord.catalog.require(stmt.second, "table")
     if a.id == b.id:
         raise SqlError(DUPLICATE_OBJECT, "cannot swap a table with itself")
-    await session._ddl(lambda: [SwapItems(a.id, b.id)])
+    await session.ddl(lambda: [SwapItems(a.id, b.id)])
     return Outcome("ALTER TABLE")
 
 

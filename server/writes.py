@@ -227,14 +227,15 @@ def rows_to_updates(item: Item, rows: list[list[object]], diff: int = 1) -> pa.T
     columns = []
     for i, t in enumerate(types):
         values = [check_value(item, i, r[i]) for r in rows]
-        columns.append(_array(values, arrow_type(t), item.columns[i].name))
+        columns.append(column_array(values, arrow_type(t), item.columns[i].name))
     n = len(rows)
     columns.append(pa.array([0] * n, pa.int64()))
     columns.append(pa.array([diff] * n, pa.int64()))
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _array(values: list, typ: pa.DataType, name: str) -> pa.Array:
+def column_array(values: list, typ: pa.DataType, name: str) -> pa.Array:
+    """A column's values as Arrow; one its type cannot hold is 22003, naming the column."""
     try:
         return pa.array(values, typ)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
@@ -424,7 +425,7 @@ def text_column(item: Item, pos: int, raw: pa.Array | pa.ChunkedArray,
         def decode(_pos: int, data: bytes) -> object:
             return decode_text(t, data)
     values = [check_value(item, pos, None if v is None else decode(pos, v)) for v in raw.to_pylist()]
-    return _array(values, arrow_type(t), column.name)
+    return column_array(values, arrow_type(t), column.name)
 
 
 # Each returns the column as `arrow_type(t)` holds it, None when some value is not in the

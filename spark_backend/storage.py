@@ -308,7 +308,7 @@ class Store:
             self.collections = {c["id"]: Collection.from_json(c) for c in state["collections"]}
         ops: list[dict] = []
         for record in found.records:
-            self._apply(record)
+            self.apply_record(record)
             ops.extend(record.get("catalog", []))
             self.seq = record.get("seq", self.seq + 1)
         self._records_since_checkpoint = found.skipped + len(found.records)
@@ -433,7 +433,7 @@ class Store:
         record = {"ts": ts, "catalog": catalog_ops, "files": files}
         self._append(record)
         with self._lock:
-            self._apply(record)
+            self.apply_record(record)
 
     def _discard(self, paths: Iterable[str]) -> None:
         with self._lock:
@@ -470,8 +470,9 @@ class Store:
                                 outcome_unknown=True) from None
         raise self._error(exc, doing, fatal=fatal) from None
 
-    def _apply(self, record: dict) -> None:
-        """Fold one log record into the in-memory state (at start-up and commit)."""
+    def apply_record(self, record: dict) -> None:
+        """Fold one log record into the in-memory state (at start-up and commit, and in
+        `sparkwire check`, which rebuilds the state offline)."""
         ts = record.get("ts", self.last_ts)
         for op in record.get("catalog", []):
             if op.get("op") == "create_collection":
@@ -620,7 +621,7 @@ class Store:
         self._append(record)
         with self._lock:
             if collection_id in self.collections:
-                self._apply(record)
+                self.apply_record(record)
 
     def read_local(self, files: list[DataFile], schema: pa.Schema, collection_id: str = "") -> pa.Table:
         """Files read with pyarrow alone (small compactions skip Spark), checked first."""

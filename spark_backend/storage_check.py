@@ -29,7 +29,7 @@ def _state_of(found: Scan, root: Path) -> Store:
         store.collections = {c["id"]: Collection.from_json(c) for c in found.checkpoint["collections"]}
         store.last_ts = found.checkpoint["last_ts"]
     for record in found.records:
-        store._apply(record)
+        store.apply_record(record)
     return store
 
 
