@@ -24,7 +24,7 @@ from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 from planner.types import BY_NAME, SqlType
 from server.catalog import Column, Item
 from server.metrics import KAFKA_BATCHES, SOURCE_LAG, SOURCE_ROWS
-from server.outcome import Outcome
+from server.outcome import CommandDone
 from spark_backend import kafka_batch, kafka_consumer
 from spark_backend.kafka_decode import DecodePlan, key_label
 from spark_backend.kafka_read import Backlog, backlog_ranges
@@ -417,7 +417,7 @@ async def create_kafka_source(manager, session, stmt: srcs.CreateSource, connect
         # The single-statement form: the source becomes <name>_progress, the data <name>.
         table_stmt = srcs.CreateTableFromSource(stmt.name, None, source_name, topic, (), False, clauses)
         await create_kafka_table(manager, session, table_stmt, coord.catalog.items[source.id])
-    return Outcome("CREATE SOURCE")
+    return CommandDone("CREATE SOURCE")
 
 
 async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource, source: Item):
@@ -442,7 +442,7 @@ async def create_kafka_table(manager, session, stmt: srcs.CreateTableFromSource,
                                                  enumerate(source.details.get("start_offsets", []))}}})
     await session._ddl(lambda: coord.catalog.plan_create(table))
     manager.start_kafka_table(coord.catalog.items[table.id])
-    return Outcome("CREATE TABLE")
+    return CommandDone("CREATE TABLE")
 
 
 def _start_offsets(options: dict) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from planner import source_syntax as srcs
 from planner.errors import DUPLICATE_OBJECT, UNDEFINED_OBJECT, SqlError
 from server.catalog import Item
-from server.outcome import Outcome
+from server.outcome import CommandDone
 from server.protocol.scram import make_verifier
 
 
@@ -22,13 +22,13 @@ async def create_role(session, stmt: srcs.CreateRole, params, ptypes):
         if existing is None or existing.kind != "role":
             raise SqlError(UNDEFINED_OBJECT, f'role "{stmt.name}" does not exist')
         await session._ddl(lambda: [{"op": "details", "id": existing.id, "details": {"verifier": verifier}}])
-        return Outcome("ALTER ROLE")
+        return CommandDone("ALTER ROLE")
     if existing is not None:
         raise SqlError(DUPLICATE_OBJECT, f'role "{stmt.name}" already exists')
     item = Item(coord.catalog.allocate_id(), stmt.name, "role", (), coord.read_ts(),
                 details={"verifier": verifier})
     await session._ddl(lambda: coord.catalog.plan_create(item))
-    return Outcome("CREATE ROLE")
+    return CommandDone("CREATE ROLE")
 
 
 HANDLERS = {srcs.CreateRole: create_role}
