@@ -174,10 +174,14 @@ class Connection:
         except ConnectionError:
             pass
 
+    async def _refuse(self, code: str, message: str) -> None:
+        """End the connection with a FATAL error."""
+        await self._fatal(code, message)
+        self.state = State.CLOSED
+
     async def _close_with(self, err: m.ProtocolError) -> None:
         """Bytes that are no message: PostgreSQL ends the connection with a FATAL error."""
-        await self._fatal(err.sqlstate, err.message)
-        self.state = State.CLOSED
+        await self._refuse(err.sqlstate, err.message)
 
     # -- start-up: AWAITING_STARTUP ----------------------------------------------------
     async def _on_awaiting_startup(self, msg) -> None:
@@ -202,8 +206,7 @@ class Connection:
         elif isinstance(msg, m.StartupMessage):
             await self._startup(msg)
         else:
-            await self._fatal(PROTOCOL_VIOLATION, f"unexpected {type(msg).__name__} during start-up")
-            self.state = State.CLOSED
+            await self._refuse(PROTOCOL_VIOLATION, f"unexpected {type(msg).__name__} during start-up")
 
     async def _startup(self, msg: m.StartupMessage) -> None:
         """Check a StartupMessage; then SCRAM (the SASL states) or straight to logging in."""
@@ -226,10 +229,6 @@ class Connection:
         self.send(m.authentication_sasl(["SCRAM-SHA-256"]))
         await self.flush()
         self.state = State.SASL_INITIAL
-
-    async def _refuse(self, code: str, message: str) -> None:
-        await self._fatal(code, message)
-        self.state = State.CLOSED
 
     # -- start-up: SASL_INITIAL, SASL_FINAL --------------------------------------------
     async def _on_sasl_initial(self, msg) -> None:
