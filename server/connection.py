@@ -1,9 +1,12 @@
 """One client connection: the pgwire state machine between the codec and a Session.
 
-States follow the protocol: awaiting SSL/startup → authenticating → ready.
-Messages are read by a separate task, so a client that goes away while a
-statement runs is noticed at once and the statement (and its Spark jobs) is
-cancelled. Results leave in batches of DataRows, one socket write per batch.
+The connection is always in one explicit protocol state (server.protocol.states.State):
+awaiting SSL/startup → authenticating (SASL) → ready, with failed-extended (skip to Sync)
+and copy-in along the way; each state has one handler, and only it reads a message.
+Messages are read by a separate task, so a client that goes away while a statement runs
+is noticed at once and the statement (and its Spark jobs) is cancelled. What a statement
+produced (an Outcome) is matched once, for the simple and the extended protocol alike;
+results leave in batches (server.results), one socket write per batch.
 """
 
 from __future__ import annotations
@@ -15,12 +18,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-
 from planner import statements as st
-from planner.codecs.arrow_out import encode_binary_arrow, encode_text_arrow
 from planner.codecs.binary_in import decode_binary
-from planner.codecs.datarow import encode_rows
 from planner.codecs.text_in import decode_text
 from planner.errors import (
     ADMIN_SHUTDOWN,
@@ -32,7 +31,6 @@ from planner.errors import (
     INVALID_PASSWORD,
     INVALID_PREPARED_STATEMENT,
     PROTOCOL_VIOLATION,
-    QUERY_CANCELED,
     SqlError,
 )
 from planner.params import TEXT, infer_types
@@ -41,19 +39,16 @@ from planner.types import SqlType
 from server import metrics
 from server.activity import Activity
 from server.copy_format import CopyOptions
-from server.copy_out import CopyOut
+from server.outcome import CommandDone, CopyIn, CopyOut, EmptyQuery, Outcome, Rows, Stream
 from server.protocol import messages as m
 from server.protocol.frontend import FrontendDecoder, parse_sasl_initial_response
 from server.protocol.scram import ScramError, ScramServer
-from server.session import Outcome, Session
+from server.protocol.states import EXTENDED, CopyInCollector, State
+from server.results import ResultWriter, fields, format_of
+from server.session import Session
 from server.settings import Settings
 
 log = logging.getLogger("sparkwire.connection")
-
-ROWS_PER_WRITE = 8192
-# A streaming SUBSCRIBE takes at most about this much of its buffer per socket write, and
-# waits for the socket to drain before taking more: the encoded copy stays small.
-BYTES_PER_WRITE = 1 << 20
 
 
 @dataclass
@@ -77,25 +72,40 @@ class Portal:
     described: list[SqlType] | None = field(default=None)
 
 
+@dataclass
+class _Login:
+    """A start-up under way while SCRAM runs: who asked, and the exchange so far."""
+
+    startup: m.StartupMessage
+    user: str
+    database: str
+    scram: ScramServer
+
+
 class Connection:
     def __init__(self, server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.server = server
         self.reader = reader
         self.writer = writer
         self.decoder = FrontendDecoder()
+        self.state = State.AWAITING_STARTUP
         self.session: Session | None = None
         self.pid = server.next_pid()
         self.secret = secrets.randbits(31)
         self.prepared: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
-        self.skip_until_sync = False
         self.out: list[bytes] = []
         self.inbox: asyncio.Queue = asyncio.Queue()
         self.closing = False
         self._work: asyncio.Task | None = None
+        self._login: _Login | None = None  # SASL states: the start-up being authenticated
+        self._copy_in: CopyInCollector | None = None  # IN_COPY_IN: the data so far
+        self._copy_in_resume = State.READY  # IN_COPY_IN: the state to go back to
         self.peer = writer.get_extra_info("peername")
         self.tls = False
         self.activity: Activity | None = None  # pg_stat_activity's line, once logged in
+        self.results = ResultWriter(self.send, self.flush,
+                                    lambda sub: self.session.wait_for_rows(sub, None))
 
     # -- I/O ------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
@@ -134,23 +144,14 @@ class Connection:
     async def run(self) -> None:
         reader_task = asyncio.create_task(self._read_loop())
         try:
-            if not await self._startup():
-                return
-            while True:
-                msg = await self.inbox.get()
-                if msg is None or isinstance(msg, m.Terminate):
-                    return
-                if isinstance(msg, m.ProtocolError):
-                    await self._fatal(msg.sqlstate, msg.message)
-                    return
-                self._work = asyncio.current_task()
-                await self._dispatch(msg)
-                self._work = None  # idle again: a disconnect now is no mid-statement one
+            while self.state is not State.CLOSED:
+                await self._step()
         except asyncio.CancelledError:
             log.info("client went away mid-statement", extra={"event": "client_gone", "pid": self.pid})
         except (ConnectionError, BrokenPipeError):
             pass
         finally:
+            self.state = State.CLOSED
             self.closing = True
             reader_task.cancel()
             if self.session is not None:
@@ -160,12 +161,11 @@ class Connection:
             with contextlib.suppress(Exception):  # the socket may already be gone
                 self.writer.close()
 
-    async def _next(self):
+    async def _step(self) -> None:
+        """Take the next message (None: the client went away; a ProtocolError: bytes that are
+        no message) and give it to the handler of the state the connection is in."""
         msg = await self.inbox.get()
-        if isinstance(msg, m.ProtocolError):
-            await self._fatal(msg.sqlstate, msg.message)
-            return None
-        return msg
+        await _STATE_HANDLERS[self.state](self, msg)
 
     async def _fatal(self, code: str, message: str) -> None:
         self.send(m.error_response(m.error_fields("FATAL", code, message)))
@@ -174,50 +174,104 @@ class Connection:
         except ConnectionError:
             pass
 
-    # -- start-up --------------------------------------------------------------------
-    async def _startup(self) -> bool:
-        while True:
-            msg = await self._next()
-            if msg is None:
-                return False
-            if isinstance(msg, m.SSLRequest) and self.server.tls is not None and not self.tls:
-                # Answer 'S' and upgrade in place; nothing is read in between, so the
-                # client's TLS handshake reaches the TLS layer, not the decoder.
-                self.writer.write(b"S")
-                await self.writer.start_tls(self.server.tls)
-                self.tls = True
-                self.decoder.expect_startup()
-                continue
-            if isinstance(msg, (m.SSLRequest, m.GSSENCRequest)):
-                self.writer.write(m.ssl_refused())
-                await self.writer.drain()
-                self.decoder.expect_startup()
-                continue
-            if isinstance(msg, m.CancelRequest):
-                self.server.cancel(msg.pid, msg.secret_key)
-                return False
-            if isinstance(msg, m.StartupMessage):
-                return await self._authenticate(msg)
-            await self._fatal(PROTOCOL_VIOLATION, f"unexpected {type(msg).__name__} during start-up")
-            return False
+    async def _refuse(self, code: str, message: str) -> None:
+        """End the connection with a FATAL error."""
+        await self._fatal(code, message)
+        self.state = State.CLOSED
 
-    async def _authenticate(self, msg: m.StartupMessage) -> bool:
+    async def _close_with(self, err: m.ProtocolError) -> None:
+        """Bytes that are no message: PostgreSQL ends the connection with a FATAL error."""
+        await self._refuse(err.sqlstate, err.message)
+
+    # -- start-up: AWAITING_STARTUP ----------------------------------------------------
+    async def _on_awaiting_startup(self, msg) -> None:
+        if msg is None:
+            self.state = State.CLOSED
+        elif isinstance(msg, m.ProtocolError):
+            await self._close_with(msg)
+        elif isinstance(msg, m.SSLRequest) and self.server.tls is not None and not self.tls:
+            # Answer 'S' and upgrade in place; nothing is read in between, so the
+            # client's TLS handshake reaches the TLS layer, not the decoder.
+            self.writer.write(b"S")
+            await self.writer.start_tls(self.server.tls)
+            self.tls = True
+            self.decoder.expect_startup()
+        elif isinstance(msg, (m.SSLRequest, m.GSSENCRequest)):
+            self.writer.write(m.ssl_refused())
+            await self.writer.drain()
+            self.decoder.expect_startup()
+        elif isinstance(msg, m.CancelRequest):
+            self.server.cancel(msg.pid, msg.secret_key)
+            self.state = State.CLOSED
+        elif isinstance(msg, m.StartupMessage):
+            await self._startup(msg)
+        else:
+            await self._refuse(PROTOCOL_VIOLATION, f"unexpected {type(msg).__name__} during start-up")
+
+    async def _startup(self, msg: m.StartupMessage) -> None:
+        """Check a StartupMessage; then SCRAM (the SASL states) or straight to logging in."""
         if msg.needs_negotiation:
             self.send(m.negotiate_protocol_version(0, msg.protocol_options))
         user = msg.params.get("user")
         if not user:
-            await self._fatal(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet")
-            return False
+            await self._refuse(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet")
+            return
         database = msg.params.get("database") or user
         if self.server.config.require_tls and not self.tls:
-            await self._fatal(INVALID_AUTHORIZATION, "this server requires TLS: connect with sslmode=require")
-            return False
+            await self._refuse(INVALID_AUTHORIZATION, "this server requires TLS: connect with sslmode=require")
+            return
         verifier = self.server.verifier_for(user)
-        if self.server.password_required and not await self._scram(user, verifier):
-            return False
+        if not self.server.password_required:
+            await self._log_in(msg, user, database)
+            return
+        scram = ScramServer(verifier) if verifier else ScramServer.mock(user, self.server.mock_secret)
+        self._login = _Login(msg, user, database, scram)
+        self.send(m.authentication_sasl(["SCRAM-SHA-256"]))
+        await self.flush()
+        self.state = State.SASL_INITIAL
+
+    # -- start-up: SASL_INITIAL, SASL_FINAL --------------------------------------------
+    async def _on_sasl_initial(self, msg) -> None:
+        login = self._login
+        if isinstance(msg, m.ProtocolError):
+            await self._close_with(msg)
+            return
+        try:
+            mechanism, initial = parse_sasl_initial_response(_sasl_response(msg))
+            if mechanism != "SCRAM-SHA-256":
+                raise ScramError(f"unsupported SASL mechanism {mechanism}", PROTOCOL_VIOLATION)
+            self.send(m.authentication_sasl_continue(login.scram.handle_client_first(initial)))
+        except (ScramError, m.ProtocolError) as err:
+            await self._auth_failed(err)
+            return
+        await self.flush()
+        self.state = State.SASL_FINAL
+
+    async def _on_sasl_final(self, msg) -> None:
+        login = self._login
+        if isinstance(msg, m.ProtocolError):
+            await self._close_with(msg)
+            return
+        try:
+            self.send(m.authentication_sasl_final(login.scram.handle_client_final(_sasl_response(msg))))
+        except (ScramError, m.ProtocolError) as err:
+            await self._auth_failed(err)
+            return
+        self._login = None
+        await self._log_in(login.startup, login.user, login.database)
+
+    async def _auth_failed(self, err: ScramError | m.ProtocolError) -> None:
+        code = getattr(err, "sqlstate", INVALID_PASSWORD)
+        message = (f'password authentication failed for user "{self._login.user}"'
+                   if code == INVALID_PASSWORD else err.message)
+        self._login = None
+        await self._refuse(code, message)
+
+    async def _log_in(self, msg: m.StartupMessage, user: str, database: str) -> None:
+        """Authenticated: open the session, tell the client its settings, and be READY."""
         if database != "materialize":
-            await self._fatal(INVALID_CATALOG_NAME, f'database "{database}" does not exist')
-            return False
+            await self._refuse(INVALID_CATALOG_NAME, f'database "{database}" does not exist')
+            return
         settings = Settings(msg.params)
         self.session = Session(self.server.coordinator, user, database, settings, self.pid)
         self.session.on_overflow = self._overflow
@@ -242,71 +296,60 @@ class Connection:
             self._send_error(err, severity="WARNING", notice=True)
         self.send(m.ready_for_query("I"))
         await self.flush()
-        return True
+        self.state = State.READY
 
-    async def _scram(self, user: str, verifier: str | None) -> bool:
-        scram = ScramServer(verifier) if verifier else ScramServer.mock(user, self.server.mock_secret)
-        self.send(m.authentication_sasl(["SCRAM-SHA-256"]))
-        await self.flush()
-        try:
-            first = await self._next()
-            if not isinstance(first, m.PasswordMessage):
-                raise ScramError("expected SASL response", PROTOCOL_VIOLATION)
-            mechanism, initial = parse_sasl_initial_response(first.data)
-            if mechanism != "SCRAM-SHA-256":
-                raise ScramError(f"unsupported SASL mechanism {mechanism}", PROTOCOL_VIOLATION)
-            self.send(m.authentication_sasl_continue(scram.handle_client_first(initial)))
-            await self.flush()
-            final = await self._next()
-            if not isinstance(final, m.PasswordMessage):
-                raise ScramError("expected SASL response", PROTOCOL_VIOLATION)
-            self.send(m.authentication_sasl_final(scram.handle_client_final(final.data)))
-            return True
-        except (ScramError, m.ProtocolError) as err:
-            code = getattr(err, "sqlstate", INVALID_PASSWORD)
-            message = (f'password authentication failed for user "{user}"'
-                       if code == INVALID_PASSWORD else err.message)
-            await self._fatal(code, message)
-            return False
+    # -- READY, FAILED_EXTENDED --------------------------------------------------------
+    async def _on_ready(self, msg) -> None:
+        if msg is None or isinstance(msg, m.Terminate):
+            self.state = State.CLOSED
+        elif isinstance(msg, m.ProtocolError):
+            await self._close_with(msg)
+        else:
+            self._work = asyncio.current_task()
+            await self._dispatch(msg)
+            self._work = None  # idle again: a disconnect now is no mid-statement one
 
-    # -- dispatch -------------------------------------------------------------------
+    async def _on_failed_extended(self, msg) -> None:
+        """After an extended-query message failed, PostgreSQL skips the rest up to Sync
+        (which answers ReadyForQuery); other messages mean what they mean when READY."""
+        if type(msg) in EXTENDED:
+            return
+        await self._on_ready(msg)
+
     async def _dispatch(self, msg) -> None:
         handler = _HANDLERS.get(type(msg))
         if handler is None:
             await self._fatal(PROTOCOL_VIOLATION, f"unexpected message {type(msg).__name__}")
             raise ConnectionError("protocol violation")
-        extended = type(msg) in _EXTENDED
-        if extended and self.skip_until_sync:
-            return
+        extended = type(msg) in EXTENDED
         statement = self._statement_text(msg)
         if statement is not None and self.activity is not None:
             self.activity.start(statement)
         try:
             await handler(self, msg)
         except SqlError as err:
-            self._send_error(err)
-            await self.session.fail()
-            if extended:
-                self.skip_until_sync = True
-            else:
-                self.send(m.ready_for_query(self.session.status))
+            await self._failed(err, extended)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.exception("internal error")
-            self._send_error(SqlError("XX000", f"internal error: {exc}"))
-            await self.session.fail()
-            if extended:
-                self.skip_until_sync = True
-            else:
-                self.send(m.ready_for_query(self.session.status))
+            await self._failed(SqlError("XX000", f"internal error: {exc}"), extended)
         finally:
             if statement is not None and self.activity is not None:
                 self.activity.finish()
         # PostgreSQL flushes every ErrorResponse at once: a client that sent
         # Parse/Describe/Flush (asyncpg) waits for it before sending Sync.
-        if not extended or isinstance(msg, m.Flush) or self.skip_until_sync:
+        if not extended or isinstance(msg, m.Flush) or self.state is State.FAILED_EXTENDED:
             await self.flush()
+
+    async def _failed(self, err: SqlError, extended: bool) -> None:
+        """A message failed: report it; an extended one skips to Sync, a Query is over."""
+        self._send_error(err)
+        await self.session.fail()
+        if extended:
+            self.state = State.FAILED_EXTENDED
+        else:
+            self.send(m.ready_for_query(self.session.status))
 
     def _statement_text(self, msg) -> str | None:
         """The statement a message runs, for pg_stat_activity (None for the others)."""
@@ -318,20 +361,104 @@ class Connection:
         return None
 
     def _send_error(self, err: SqlError, severity: str | None = None, notice: bool = False) -> None:
-        fields = m.error_fields(severity or err.severity, err.sqlstate, err.message,
-                                detail=err.detail, hint=err.hint, position=err.position,
-                                where=getattr(err, "where", None))
-        self.send(m.notice_response(fields) if notice else m.error_response(fields))
+        body = m.error_fields(severity or err.severity, err.sqlstate, err.message,
+                              detail=err.detail, hint=err.hint, position=err.position,
+                              where=getattr(err, "where", None))
+        self.send(m.notice_response(body) if notice else m.error_response(body))
         if not notice:
             self.server.metrics_error(err.sqlstate)
 
+    # -- IN_COPY_IN ----------------------------------------------------------------------
+    async def _on_copy_in(self, msg) -> None:
+        if self._copy_in.feed(msg):
+            self.state = self._copy_in_resume
+
+    async def _receive_copy(self, columns: int, fmt: int) -> bytes:
+        """COPY ... FROM STDIN: the client's CopyData until CopyDone, all of it. The
+        connection is IN_COPY_IN meanwhile, and returns to the state it was in."""
+        self.send(m.copy_in_response(fmt, [fmt] * columns))
+        await self.flush()
+        self._copy_in, self._copy_in_resume = CopyInCollector(), self.state
+        self.state = State.IN_COPY_IN
+        try:
+            while self.state is State.IN_COPY_IN:
+                await self._step()
+            return self._copy_in.data
+        finally:
+            self.state = self._copy_in_resume
+            self._copy_in = None
+
+    # -- results: every kind of Outcome, for a Query or an Execute ------------------------
     def _send_notices(self, outcome: Outcome) -> None:
         for severity, text in outcome.notices:
             self.send(m.notice_response(m.error_fields(severity, "00000" if severity == "NOTICE" else "01000", text)))
         for name, value in outcome.parameter_changes:
             self.send(m.parameter_status(name, value))
 
-    # -- simple query --------------------------------------------------------------
+    async def _send_outcome(self, outcome: Outcome, portal: Portal | None, max_rows: int = 0) -> None:
+        """Send what a statement produced: to a simple Query (portal None) or to an Execute
+        on `portal` (up to max_rows rows; 0: all)."""
+        match outcome, portal:
+            case CommandDone(tag=tag), _:
+                self.send(m.command_complete(tag))
+            case EmptyQuery(), _:
+                self.send(m.empty_query_response())
+            case Rows(), None:
+                self.send(m.row_description(fields(outcome.names, outcome.types, ())))
+                await self.results.rows(outcome.table, outcome.types, (), 0, outcome.table.num_rows)
+                self.send(m.command_complete(outcome.tag))
+            case Rows(), Portal():
+                await self._send_portal_rows(outcome, portal, max_rows)
+            case CopyOut(), None:
+                count = await self.results.copy_table(outcome.names, outcome.types, outcome.options, outcome.table)
+                self.send(m.command_complete(f"COPY {count}"))
+            case Stream(), None:  # a bare SUBSCRIBE, or COPY (SUBSCRIBE ...) TO STDOUT
+                await self.results.copy_stream(outcome.names, outcome.types,
+                                               outcome.copy_options or CopyOptions(), outcome.subscription)
+                self.send(m.command_complete(outcome.tag))
+            case Stream(), Portal():
+                await self._send_portal_stream(outcome, portal, max_rows)
+            case CopyIn(), None:
+                binary = 1 if outcome.options.format == "binary" else 0
+                data = await self._receive_copy(len(outcome.positions), binary)
+                count = await self.session.copy_in(outcome, data)
+                self.send(m.command_complete(f"COPY {count}"))
+            case CopyOut(), Portal():
+                raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO STDOUT needs the simple query protocol")
+            case CopyIn(), Portal():
+                raise SqlError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN needs the simple query protocol")
+            case _:
+                raise TypeError(f"unknown outcome {type(outcome).__name__}")
+
+    async def _send_portal_rows(self, outcome: Rows, portal: Portal, max_rows: int) -> None:
+        """Rows from where the portal's last Execute stopped; suspended if more are left."""
+        total = outcome.table.num_rows
+        stop = total if max_rows <= 0 else min(total, portal.sent + max_rows)
+        await self.results.rows(outcome.table, outcome.types, portal.result_formats, portal.sent, stop)
+        count = stop - portal.sent
+        portal.sent = stop
+        if stop < total:
+            self.send(m.portal_suspended())
+        else:
+            tag = outcome.tag if outcome.tag.split()[0] != "SELECT" else f"SELECT {count}"
+            self.send(m.command_complete(tag))
+
+    async def _send_portal_stream(self, outcome: Stream, portal: Portal, max_rows: int) -> None:
+        """A SUBSCRIBE's rows as DataRows; suspended at a row limit, closed when it ends."""
+        sub = outcome.subscription
+        try:
+            sent, ended = await self.results.stream_rows(sub, outcome.types, portal.result_formats, max_rows)
+        except BaseException:
+            sub.close()
+            raise
+        portal.sent += sent
+        if ended:
+            sub.close()
+            self.send(m.command_complete(outcome.tag))
+        else:
+            self.send(m.portal_suspended())
+
+    # -- simple query --------------------------------------------------------------------
     async def _query(self, msg: m.Query) -> None:
         session = self.session
         statements = parse(msg.sql)
@@ -345,106 +472,11 @@ class Connection:
         for parsed in statements:
             outcome = await session.execute(parsed)
             self._send_notices(outcome)
-            if outcome.copy:
-                await self._send_copy(outcome)
-                continue
-            if outcome.copy_in is not None:
-                copy_in = outcome.copy_in
-                binary = 1 if copy_in.options.format == "binary" else 0
-                count = await session.copy_in(copy_in, await self._receive_copy(len(copy_in.positions), binary))
-                self.send(m.command_complete(f"COPY {count}"))
-                continue
-            if outcome.returns_rows:
-                self.send(m.row_description(_fields(outcome, ())))
-                await self._send_rows(outcome.table, outcome.types, (), 0, outcome.table.num_rows)
-            if not isinstance(parsed.statement, st.Empty):
-                self.send(m.command_complete(outcome.tag))
-            else:
-                self.send(m.empty_query_response())
+            await self._send_outcome(outcome, None)
         if implicit:
             await session.end_implicit(success=True)
         self._drop_portals_outside_transaction()
         self.send(m.ready_for_query(session.status))
-
-    async def _receive_copy(self, columns: int, fmt: int = 0) -> bytes:
-        """COPY ... FROM STDIN: the client's CopyData until CopyDone, all of it.
-
-        Flush and Sync are ignored in copy-in mode, as PostgreSQL does; CopyFail, or any other
-        message, ends the COPY with an error (that message is not run)."""
-        self.send(m.copy_in_response(fmt, [fmt] * columns))
-        await self.flush()
-        chunks: list[bytes] = []
-        while True:
-            msg = await self.inbox.get()
-            if msg is None or isinstance(msg, m.ProtocolError):
-                raise ConnectionError("client went away during COPY FROM STDIN")
-            if isinstance(msg, m.CopyData):
-                chunks.append(msg.data)
-            elif isinstance(msg, m.CopyDone):
-                return b"".join(chunks)
-            elif isinstance(msg, m.CopyFail):
-                raise SqlError(QUERY_CANCELED, f"COPY from stdin failed: {msg.message}")
-            elif not isinstance(msg, (m.Flush, m.Sync)):
-                raise SqlError(PROTOCOL_VIOLATION, f"unexpected message type {type(msg).__name__} during COPY from stdin")
-
-    async def _send_copy(self, outcome: Outcome) -> None:
-        """COPY ... TO STDOUT, and a bare SUBSCRIBE: a CopyOut stream of text rows."""
-        types = outcome.types
-        encoder = CopyOut(outcome.copy_options or CopyOptions(), types)
-        fmt = encoder.overall_format
-        self.send(m.copy_out_response(fmt, [fmt] * len(types)))
-        self.send(encoder.header(outcome.names))
-        count = 0
-        if outcome.stream is None:
-            table = outcome.table
-            for start in range(0, table.num_rows, ROWS_PER_WRITE):
-                self.send(encoder.messages(table.slice(start, ROWS_PER_WRITE)))
-                await self.flush()
-            count = table.num_rows
-        else:
-            sub = outcome.stream
-            try:
-                while True:
-                    await self.session.wait_for_rows(sub, None)
-                    tables = sub.take(None, BYTES_PER_WRITE)
-                    if tables:
-                        for table in tables:
-                            self.send(encoder.messages(table))
-                            count += table.num_rows
-                        await self.flush()
-                    if sub.error is not None and not sub.buffered:
-                        raise sub.error
-                    if sub.drained:
-                        break
-            finally:
-                sub.close()
-        self.send(encoder.trailer())
-        self.send(m.copy_done())
-        self.send(m.command_complete(f"COPY {count}" if outcome.tag == "COPY" else "SUBSCRIBE"))
-
-    async def _send_stream_rows(self, portal: Portal, max_rows: int) -> bool:
-        """Execute on a SUBSCRIBE portal; True when the subscription ended.
-
-        Without a row limit, DataRows stream for as long as the subscription runs. With
-        one, Execute returns as soon as any rows are ready (up to the limit) and the
-        portal is suspended, as Materialize does: a driver's cursor.fetch(5) gets what
-        there is rather than waiting for five rows that may never come."""
-        sub = portal.outcome.stream
-        types = portal.outcome.types
-        while True:
-            await self.session.wait_for_rows(sub, None)
-            tables = sub.take(None if max_rows <= 0 else max_rows, BYTES_PER_WRITE)
-            for table in tables:
-                await self._send_rows(table, types, portal.result_formats, 0, table.num_rows)
-                portal.sent += table.num_rows
-            if tables:
-                await self.flush()
-            if sub.error is not None and not sub.buffered:
-                raise sub.error
-            if sub.drained:
-                return True
-            if max_rows > 0 and tables:
-                return False
 
     def _overflow(self) -> None:
         """A subscriber stopped reading: tell it, if the socket still takes data, and hang up."""
@@ -455,21 +487,6 @@ class Connection:
                 transport.write(m.error_response(m.error_fields(
                     "FATAL", "53400", "subscription buffer full: the client is not reading fast enough")))
         transport.abort()
-
-    async def _send_rows(self, table: pa.Table, types: list[SqlType], formats: tuple[int, ...],
-                         start: int, stop: int) -> None:
-        for lo in range(start, stop, ROWS_PER_WRITE):
-            hi = min(stop, lo + ROWS_PER_WRITE)
-            columns = []
-            for i, t in enumerate(types):
-                arr = table.column(i).slice(lo, hi - lo)
-                if _format(formats, i) == 1:
-                    columns.append(encode_binary_arrow(t, arr))
-                else:
-                    columns.append(encode_text_arrow(t, arr))
-            self.send(encode_rows(columns, hi - lo))
-            if hi - lo == ROWS_PER_WRITE:
-                await self.flush()
 
     # -- extended query ------------------------------------------------------------
     async def _parse(self, msg: m.Parse) -> None:
@@ -510,7 +527,7 @@ class Connection:
         for i, (t, raw) in enumerate(zip(types, msg.params)):
             if raw is None:
                 params[i + 1] = None
-            elif _format(formats, i) == 1:
+            elif format_of(formats, i) == 1:
                 params[i + 1] = decode_binary(t, raw, param=i + 1)
             else:
                 params[i + 1] = decode_text(t, raw)
@@ -543,16 +560,16 @@ class Connection:
             self.send(m.no_data())
         else:
             names, types = shape
-            self.send(m.row_description(_fields(Outcome("", names, types), formats)))
+            self.send(m.row_description(fields(names, types, formats)))
 
     async def _execute(self, msg: m.Execute) -> None:
         portal = self.portals.get(msg.portal)
         if portal is None:
             raise SqlError(INVALID_CURSOR_NAME, f'portal "{msg.portal}" does not exist')
         parsed = portal.prepared.parsed
-        if isinstance(parsed.statement, st.Empty):
-            self.send(m.empty_query_response())
-            return
+        if portal.outcome is None and isinstance(parsed.statement, st.Empty):
+            # Not run at all (so not refused in a failed transaction), as in PostgreSQL.
+            portal.outcome = EmptyQuery()
         if portal.outcome is None:
             if self.session.txn is None and isinstance(parsed.statement, (st.Insert, st.Update, st.Delete)):
                 # As in PostgreSQL, writes up to Sync are one implicit transaction: a failed
@@ -561,36 +578,7 @@ class Connection:
                 self.session.begin_implicit()
             portal.outcome = await self.session.execute(parsed, portal.params, portal.prepared.param_types)
             self._send_notices(portal.outcome)
-        outcome = portal.outcome
-        if outcome.stream is not None:
-            try:
-                ended = await self._send_stream_rows(portal, msg.max_rows)
-            except BaseException:
-                outcome.stream.close()
-                raise
-            if ended:
-                outcome.stream.close()
-                self.send(m.command_complete("SUBSCRIBE"))
-            else:
-                self.send(m.portal_suspended())
-            return
-        if outcome.copy:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO STDOUT needs the simple query protocol")
-        if outcome.copy_in is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN needs the simple query protocol")
-        if not outcome.returns_rows:
-            self.send(m.command_complete(outcome.tag))
-            return
-        total = outcome.table.num_rows
-        stop = total if msg.max_rows <= 0 else min(total, portal.sent + msg.max_rows)
-        await self._send_rows(outcome.table, outcome.types, portal.result_formats, portal.sent, stop)
-        count = stop - portal.sent
-        portal.sent = stop
-        if stop < total:
-            self.send(m.portal_suspended())
-        else:
-            tag = outcome.tag if outcome.tag.split()[0] != "SELECT" else f"SELECT {count}"
-            self.send(m.command_complete(tag))
+        await self._send_outcome(portal.outcome, portal, msg.max_rows)
 
     async def _close(self, msg: m.Close) -> None:
         if msg.kind == "S":
@@ -600,7 +588,7 @@ class Connection:
         self.send(m.close_complete())
 
     async def _sync(self, msg: m.Sync) -> None:
-        self.skip_until_sync = False
+        self.state = State.READY  # the end of any skipping after a failed extended message
         _close_portal(self.portals.pop("", None))
         if self.session.txn is not None and not self.session.txn.explicit:
             await self.session.end_implicit(success=True)
@@ -646,22 +634,16 @@ class Connection:
 
 
 def _close_portal(portal: Portal | None) -> None:
-    if portal is not None and portal.outcome is not None and portal.outcome.stream is not None:
-        portal.outcome.stream.close()
+    """A portal's end: a SUBSCRIBE it was reading stops."""
+    if portal is not None and isinstance(portal.outcome, Stream):
+        portal.outcome.subscription.close()
 
 
-def _format(formats: tuple[int, ...], i: int) -> int:
-    if not formats:
-        return 0
-    return formats[0] if len(formats) == 1 else formats[i]
-
-
-def _fields(outcome: Outcome, formats: tuple[int, ...]) -> list[m.FieldDescription]:
-    out = []
-    for i, (name, t) in enumerate(zip(outcome.names, outcome.types)):
-        size = -1 if t.is_array else t.base.typlen
-        out.append(m.FieldDescription(name, t.oid, size, t.typmod, _format(formats, i)))
-    return out
+def _sasl_response(msg) -> bytes:
+    """The payload of the client's SASL message; anything else (None: it went away) fails."""
+    if not isinstance(msg, m.PasswordMessage):
+        raise ScramError("expected SASL response", PROTOCOL_VIOLATION)
+    return msg.data
 
 
 _HANDLERS: dict[type, Callable] = {
@@ -678,4 +660,12 @@ _HANDLERS: dict[type, Callable] = {
     m.CopyDone: Connection._ignore,
     m.CopyFail: Connection._ignore,
 }
-_EXTENDED = {m.Parse, m.Bind, m.Describe, m.Execute, m.Close, m.Flush}
+# What a message means depends on the state alone: one handler per state.
+_STATE_HANDLERS: dict[State, Callable] = {
+    State.AWAITING_STARTUP: Connection._on_awaiting_startup,
+    State.SASL_INITIAL: Connection._on_sasl_initial,
+    State.SASL_FINAL: Connection._on_sasl_final,
+    State.READY: Connection._on_ready,
+    State.FAILED_EXTENDED: Connection._on_failed_extended,
+    State.IN_COPY_IN: Connection._on_copy_in,
+}

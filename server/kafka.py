@@ -25,7 +25,7 @@ from planner.types import BY_NAME, SqlType
 from server.catalog_items import Column, Item
 from server.catalog_ops import SetDetails
 from server.metrics import KAFKA_BATCHES, SOURCE_LAG, SOURCE_ROWS
-from server.outcome import Outcome
+from server.outcome import CommandDone
 from server.statement_context import StatementContext
 from spark_backend import kafka_batch, kafka_consumer
 from spark_backend.kafka_decode import DecodePlan, key_label
@@ -407,7 +407,7 @@ async def create_kafka_source(manager, session: StatementContext, stmt: srcs.Cre
         # The single-statement form: the source becomes <name>_progress, the data <name>.
         table_stmt = srcs.CreateTableFromSource(stmt.name, None, source_name, topic, (), False, clauses)
         await create_kafka_table(manager, session, table_stmt, coord.catalog.items[source.id])
-    return Outcome("CREATE SOURCE")
+    return CommandDone("CREATE SOURCE")
 
 
 async def create_kafka_table(manager, session: StatementContext, stmt: srcs.CreateTableFromSource,
@@ -433,7 +433,7 @@ async def create_kafka_table(manager, session: StatementContext, stmt: srcs.Crea
                                                  enumerate(source.details.get("start_offsets", []))}}})
     await session.ddl(lambda: coord.catalog.plan_create(table))
     manager.start_kafka_table(coord.catalog.items[table.id])
-    return Outcome("CREATE TABLE")
+    return CommandDone("CREATE TABLE")
 
 
 def _start_offsets(options: dict) -> list[int]:

@@ -10,7 +10,7 @@ from planner import source_syntax as srcs
 from planner.errors import DUPLICATE_OBJECT, UNDEFINED_OBJECT, SqlError
 from server.catalog_items import Item
 from server.catalog_ops import SetDetails
-from server.outcome import Outcome
+from server.outcome import CommandDone
 from server.protocol.scram import make_verifier
 from server.statement_context import StatementContext
 
@@ -24,13 +24,13 @@ async def create_role(session: StatementContext, stmt: srcs.CreateRole, params, 
         if existing is None or existing.kind != "role":
             raise SqlError(UNDEFINED_OBJECT, f'role "{stmt.name}" does not exist')
         await session.ddl(lambda: [SetDetails(existing.id, {"verifier": verifier})])
-        return Outcome("ALTER ROLE")
+        return CommandDone("ALTER ROLE")
     if existing is not None:
         raise SqlError(DUPLICATE_OBJECT, f'role "{stmt.name}" already exists')
     item = Item(coord.catalog.allocate_id(), stmt.name, "role", (), coord.read_ts(),
                 details={"verifier": verifier})
     await session.ddl(lambda: coord.catalog.plan_create(item))
-    return Outcome("CREATE ROLE")
+    return CommandDone("CREATE ROLE")
 
 
 HANDLERS = {srcs.CreateRole: create_role}

@@ -55,7 +55,7 @@ from server.catalog_items import Column, Item
 from server.catalog_ops import CatalogOp, DropItem, SetSystem
 from server.coordinator import VERSION_STRING, Coordinator
 from server.copy_format import CopyOptions
-from server.outcome import CopyIn, Outcome, rows_outcome
+from server.outcome import CommandDone, CopyIn, CopyOut, EmptyQuery, Outcome, Rows, Stream, rows_outcome
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
 from server.subscribe import SubscribeLimits, Subscription
 from server.transaction import Transaction
@@ -255,20 +255,18 @@ class Session:
     def _bind(self, params: dict[int, object], types: dict[int, SqlType]) -> dict[int, exp.Expression]:
         return {n: literal(v, types.get(n, TEXT)) for n, v in params.items()}
 
-    async def _query(self, stmt: st.Query, params, ptypes) -> Outcome:
+    async def _query(self, stmt: st.Query, params, ptypes) -> Rows:
         signal = signals.signal_call(stmt.ast, params)
         if signal is not None:
             pid, terminate = signal
             name = "pg_terminate_backend" if terminate else "pg_cancel_backend"
             found = self.signal(pid, terminate)
             notices = [] if found else [("WARNING", f"PID {pid} is not a PostgreSQL backend process")]
-            out = rows_outcome([name], [(found,)], [BOOL])
-            out.notices.extend(notices)
-            return out
+            return rows_outcome([name], [(found,)], [BOOL], notices=notices)
         spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
-        return Outcome(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
+        return Rows(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement
@@ -346,9 +344,9 @@ class Session:
     def _returning(tag: str, item: Item, updates: pa.Table, returning: list[tuple[str, int]] | None) -> Outcome:
         """A write's outcome: its tag, and with RETURNING the rows it wrote (or deleted)."""
         if returning is None:
-            return Outcome(tag)
-        return Outcome(tag, [name for name, _ in returning], [item.columns[pos].type for _, pos in returning],
-                       table=writes.returned_rows(updates, returning))
+            return CommandDone(tag)
+        return Rows(tag, [name for name, _ in returning], [item.columns[pos].type for _, pos in returning],
+                    writes.returned_rows(updates, returning))
 
     async def _change(self, item: Item, select: exp.Expression, params, ptypes,
                       with_new: bool) -> tuple[int, pa.Table]:
@@ -438,7 +436,7 @@ class Session:
             return catalog.plan_create(item, stmt.if_not_exists)
 
         await self._table_ddl(plan)
-        return Outcome("CREATE TABLE", notices=notices)
+        return CommandDone("CREATE TABLE", notices=notices)
 
     async def _create_view(self, stmt: st.CreateView, params, ptypes) -> Outcome:
         if any(True for _ in stmt.query.find_all(exp.Parameter)):
@@ -462,7 +460,7 @@ class Session:
             return catalog.plan_create(item, replace=stmt.or_replace)
 
         await self._table_ddl(plan)
-        return Outcome("CREATE VIEW")
+        return CommandDone("CREATE VIEW")
 
     async def _drop(self, stmt: st.Drop, params, ptypes) -> Outcome:
         notices: list[tuple[str, str]] = []
@@ -477,26 +475,26 @@ class Session:
         await self._table_ddl(plan)
         if self.server_sources is not None:
             await self.server_sources.forget_dropped()  # a dropped table fed by a source
-        return Outcome(f"DROP {stmt.object_type}", notices=notices)
+        return CommandDone(f"DROP {stmt.object_type}", notices=notices)
 
     # -- transactions -------------------------------------------------------------
     async def _begin(self, stmt, params, ptypes) -> Outcome:
         if self.txn is not None and self.txn.explicit:
-            return Outcome("BEGIN", notices=[("WARNING", "there is already a transaction in progress")])
+            return CommandDone("BEGIN", notices=[("WARNING", "there is already a transaction in progress")])
         if self.txn is None:
             self.txn = Transaction(explicit=True, started=_now())
         else:
             self.txn.explicit = True
-        return Outcome("BEGIN")
+        return CommandDone("BEGIN")
 
     async def _commit(self, stmt, params, ptypes) -> Outcome:
         if self.txn is None:
-            return Outcome("COMMIT", notices=[("WARNING", "there is no transaction in progress")])
+            return CommandDone("COMMIT", notices=[("WARNING", "there is no transaction in progress")])
         if self.txn.failed:
             self._release()
-            return Outcome("ROLLBACK")
+            return CommandDone("ROLLBACK")
         await self._commit_txn()
-        return Outcome("COMMIT")
+        return CommandDone("COMMIT")
 
     async def _commit_txn(self) -> None:
         txn = self.txn
@@ -533,37 +531,37 @@ class Session:
 
     async def _rollback(self, stmt, params, ptypes) -> Outcome:
         if self.txn is None:
-            return Outcome("ROLLBACK", notices=[("WARNING", "there is no transaction in progress")])
+            return CommandDone("ROLLBACK", notices=[("WARNING", "there is no transaction in progress")])
         self._release()
-        return Outcome("ROLLBACK")
+        return CommandDone("ROLLBACK")
 
     # -- savepoints ------------------------------------------------------------------
     async def _savepoint(self, stmt: st.Savepoint, params, ptypes) -> Outcome:
         transaction.explicit(self.txn, "SAVEPOINT").savepoint(stmt.name, frozenset(self.cursors))
-        return Outcome("SAVEPOINT")
+        return CommandDone("SAVEPOINT")
 
     async def _release_savepoint(self, stmt: st.ReleaseSavepoint, params, ptypes) -> Outcome:
         transaction.explicit(self.txn, "RELEASE SAVEPOINT").release(stmt.name)
-        return Outcome("RELEASE")
+        return CommandDone("RELEASE")
 
     async def _rollback_to_savepoint(self, stmt: st.RollbackToSavepoint, params, ptypes) -> Outcome:
         txn = transaction.explicit(self.txn, "ROLLBACK TO SAVEPOINT")
         kept = txn.rollback_to(stmt.name, self.coord.catalog)
         for name in [n for n in self.cursors if n not in kept]:
             self.cursors.pop(name).close()
-        return Outcome("ROLLBACK")
+        return CommandDone("ROLLBACK")
 
     # -- LISTEN / NOTIFY --------------------------------------------------------------
     async def _listen(self, stmt: st.Listen, params, ptypes) -> Outcome:
         self.listening.add(stmt.channel)
-        return Outcome("LISTEN")
+        return CommandDone("LISTEN")
 
     async def _unlisten(self, stmt: st.Unlisten, params, ptypes) -> Outcome:
         if stmt.channel is None:
             self.listening.clear()
         else:
             self.listening.discard(stmt.channel)
-        return Outcome("UNLISTEN")
+        return CommandDone("UNLISTEN")
 
     async def _notify(self, stmt: st.Notify, params, ptypes) -> Outcome:
         if len(stmt.payload.encode()) >= 8000:
@@ -572,17 +570,17 @@ class Session:
             self.txn.notifies.append((stmt.channel, stmt.payload))  # delivered at COMMIT
         else:
             self.notify(stmt.channel, stmt.payload)
-        return Outcome("NOTIFY")
+        return CommandDone("NOTIFY")
 
     # -- variables and SHOW ----------------------------------------------------------
     async def _set(self, stmt: st.SetVariable, params, ptypes) -> Outcome:
         var = self.settings.set(stmt.name, stmt.value)
         changes = [(display_name(var.name), self.settings.values[var.name])] if var.reported else []
-        return Outcome("SET", parameter_changes=changes)
+        return CommandDone("SET", parameter_changes=changes)
 
     async def _reset(self, stmt: st.ResetVariable, params, ptypes) -> Outcome:
         changed = self.settings.reset(stmt.name)
-        return Outcome("RESET", parameter_changes=[(display_name(v.name), self.settings.values[v.name])
+        return CommandDone("RESET", parameter_changes=[(display_name(v.name), self.settings.values[v.name])
                                                    for v in changed if v.reported])
 
     def system_flag(self, name: str) -> str:
@@ -592,7 +590,7 @@ class Session:
         self.no_ddl_in_transaction("ALTER SYSTEM")
         value = system_value(stmt.name, stmt.value)
         await self.ddl(lambda: [SetSystem(stmt.name, value)])
-        return Outcome("ALTER SYSTEM")
+        return CommandDone("ALTER SYSTEM")
 
     async def _show_variable(self, stmt: st.ShowVariable, params, ptypes) -> Outcome:
         if stmt.name in SYSTEM_VARIABLES:
@@ -649,17 +647,17 @@ class Session:
             self.no_ddl_in_transaction("DISCARD ALL")
             changed = self.settings.reset("all")
             self.deallocate(None)
-            return Outcome("DISCARD ALL", parameter_changes=[
+            return CommandDone("DISCARD ALL", parameter_changes=[
                 (display_name(v.name), self.settings.values[v.name]) for v in changed if v.reported])
-        return Outcome(f"DISCARD {stmt.what.upper()}")
+        return CommandDone(f"DISCARD {stmt.what.upper()}")
 
     async def _deallocate(self, stmt: st.Deallocate, params, ptypes) -> Outcome:
         if not self.deallocate(stmt.name):
             raise SqlError(INVALID_PREPARED_STATEMENT, f'prepared statement "{stmt.name}" does not exist')
-        return Outcome("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
+        return CommandDone("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
 
     async def _empty(self, stmt, params, ptypes) -> Outcome:
-        return Outcome("")
+        return EmptyQuery()
 
     # -- SUBSCRIBE, cursors, COPY -----------------------------------------------------
     def _subscription(self, stmt: ss.Subscribe) -> Subscription:
@@ -678,23 +676,19 @@ class Session:
         await sub.start()
         return sub
 
-    async def _subscribe(self, stmt: ss.Subscribe, params, ptypes) -> Outcome:
+    async def _subscribe(self, stmt: ss.Subscribe, params, ptypes,
+                         copy_options: CopyOptions | None = None) -> Stream:
         # Allowed in a transaction block too, as in Materialize: asyncpg (and JDBC) read
         # a SUBSCRIBE through a portal, which they only open inside a transaction.
         sub = await self._start_subscription(stmt)
-        return Outcome("SUBSCRIBE", sub.output.names, sub.output.types, stream=sub,
-                       copy=True)
+        return Stream(sub.output.names, sub.output.types, sub, copy_options)
 
     async def _copy(self, stmt: CopyTo, params, ptypes) -> Outcome:
+        options = CopyOptions(stmt.format, stmt.delimiter, stmt.null, stmt.header, stmt.quote, stmt.escape)
         if isinstance(stmt.inner, ss.Subscribe):
-            out = await self._subscribe(stmt.inner, params, ptypes)
-        else:
-            out = await self._query(stmt.inner, params, ptypes)
-        out.copy = True
-        out.copy_options = CopyOptions(stmt.format, stmt.delimiter, stmt.null, stmt.header, stmt.quote,
-                                       stmt.escape)
-        out.tag = "COPY" if out.stream is None else "SUBSCRIBE"
-        return out
+            return await self._subscribe(stmt.inner, params, ptypes, options)
+        out = await self._query(stmt.inner, params, ptypes)
+        return CopyOut(out.names, out.types, out.table, options, notices=out.notices)
 
     async def _copy_from(self, stmt: CopyFrom, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "copy to")
@@ -707,7 +701,7 @@ class Session:
             spark_sql, views = self.coord.plan_query(select, ctx, catalog=self.catalog)
             result = await self.coord.query(spark_sql, views, self.coord.read_ts(), group=self.group)
             defaults.update(zip(computed, result.table.to_pylist()[0].values()))
-        return Outcome("COPY", copy_in=CopyIn(item, positions, options, defaults))
+        return CopyIn(item, positions, options, defaults)
 
     async def copy_in(self, copy: CopyIn, data: bytes) -> int:
         """Store the rows of a COPY ... FROM STDIN: committed as one write, or staged in the
@@ -761,7 +755,7 @@ class Session:
             out = await self._query(stmt.inner, params, ptypes)
             cursor = Cursor(out.names, out.types, table=out.table)
         self.cursors[stmt.name] = cursor
-        return Outcome("DECLARE CURSOR")
+        return CommandDone("DECLARE CURSOR")
 
     async def _fetch(self, stmt: ss.Fetch, params, ptypes) -> Outcome:
         cursor = self._cursor(stmt.cursor)
@@ -770,16 +764,16 @@ class Session:
             stop = total if stmt.count is None else min(total, cursor.offset + stmt.count)
             table = cursor.table.slice(cursor.offset, stop - cursor.offset)
             cursor.offset = stop
-            return Outcome(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
+            return Rows(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
         sub = cursor.subscription
         if stmt.count == 0:  # FETCH 0: the columns, at once (as Materialize answers it)
-            return Outcome("FETCH 0", cursor.names, cursor.types, _no_rows(len(cursor.names)))
+            return Rows("FETCH 0", cursor.names, cursor.types, _no_rows(len(cursor.names)))
         await self.wait_for_rows(sub, stmt.timeout)
         if sub.error is not None and not sub.buffered:
             raise sub.error
         tables = sub.take(stmt.count)
         table = subscribe_output.concat(tables) if tables else _no_rows(len(cursor.names))
-        return Outcome(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
+        return Rows(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
 
     async def wait_for_rows(self, sub: Subscription, timeout: float | None) -> None:
         """Wait for a subscription's rows, giving way to a cancel request."""
@@ -799,10 +793,10 @@ class Session:
             for cursor in self.cursors.values():
                 cursor.close()
             self.cursors.clear()
-            return Outcome("CLOSE CURSOR ALL")
+            return CommandDone("CLOSE CURSOR ALL")
         self._cursor(stmt.name).close()
         del self.cursors[stmt.name]
-        return Outcome("CLOSE CURSOR")
+        return CommandDone("CLOSE CURSOR")
 
 
 _FLAGS = {
@@ -821,7 +815,7 @@ def _needs_spark(node: exp.Expression) -> bool:
 
 
 async def _outcome(tag: str) -> Outcome:
-    return Outcome(tag)
+    return CommandDone(tag)
 
 
 def _now() -> datetime.datetime:

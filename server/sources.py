@@ -43,7 +43,7 @@ from server import kafka, writes
 from server.catalog_items import Column, Item
 from server.catalog_ops import CatalogOp, DropCollection, DropItem, SetDetails, SwapItems
 from server.metrics import SOURCE_LAG, SOURCE_ROWS
-from server.outcome import Outcome
+from server.outcome import CommandDone
 from server.statement_context import StatementContext
 from spark_backend import pgoutput
 from spark_backend import postgres_source as pg
@@ -584,7 +584,7 @@ async def create_secret(session: StatementContext, stmt: srcs.CreateSecret, para
     session.no_ddl_in_transaction("CREATE SECRET")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
-        return Outcome("CREATE SECRET")
+        return CommandDone("CREATE SECRET")
     secret_id = coord.catalog.allocate_id()
     # The value goes to the secret store, durably, before the catalog record naming the
     # secret; the catalog and the log never see it.
@@ -601,7 +601,7 @@ async def create_secret(session: StatementContext, stmt: srcs.CreateSecret, para
         live = {i.id for i in coord.catalog.items.values() if i.kind == "secret"}
         if secret_id not in live:
             await asyncio.to_thread(coord.secrets.keep_only, live)
-    return Outcome("CREATE SECRET")
+    return CommandDone("CREATE SECRET")
 
 
 # Materialize's Kafka connection options and the librdkafka settings they become. The SSL
@@ -652,7 +652,7 @@ async def create_connection(session: StatementContext, stmt: srcs.CreateConnecti
     session.no_ddl_in_transaction("CREATE CONNECTION")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
-        return Outcome("CREATE CONNECTION", notices=[("NOTICE", f'connection "{stmt.name}" already exists, skipping')])
+        return CommandDone("CREATE CONNECTION", notices=[("NOTICE", f'connection "{stmt.name}" already exists, skipping')])
     options: dict[str, object] = {}
     depends: list[str] = []
     secret_options: list[str] = []
@@ -689,7 +689,7 @@ async def create_connection(session: StatementContext, stmt: srcs.CreateConnecti
         if validator is not None:
             await validator(item)
     await session.ddl(lambda: coord.catalog.plan_create(item))
-    return Outcome("CREATE CONNECTION")
+    return CommandDone("CREATE CONNECTION")
 
 
 def _connection_sql(stmt: srcs.CreateConnection) -> str:
@@ -708,7 +708,7 @@ async def create_source(session: StatementContext, stmt: srcs.CreateSource, para
     session.no_ddl_in_transaction("CREATE SOURCE")
     coord = session.coord
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
-        return Outcome("CREATE SOURCE", notices=[("NOTICE", f'source "{stmt.name}" already exists, skipping')])
+        return CommandDone("CREATE SOURCE", notices=[("NOTICE", f'source "{stmt.name}" already exists, skipping')])
     connection = coord.catalog.get(stmt.connection)
     if connection is None or connection.kind != "connection":
         raise SqlError(UNDEFINED_OBJECT, f'unknown connection "{stmt.connection}"')
@@ -735,7 +735,7 @@ async def create_source(session: StatementContext, stmt: srcs.CreateSource, para
                  "slot": slot, "slot_created": False, "lsn": 0})
     await session.ddl(lambda: coord.catalog.plan_create(item))
     manager._start(coord.catalog.items[source_id])
-    return Outcome("CREATE SOURCE")
+    return CommandDone("CREATE SOURCE")
 
 
 async def create_table_from_source(session: StatementContext, stmt: srcs.CreateTableFromSource, params,
@@ -744,7 +744,7 @@ async def create_table_from_source(session: StatementContext, stmt: srcs.CreateT
     coord = session.coord
     manager: SourceManager = session.server_sources
     if stmt.if_not_exists and coord.catalog.get(stmt.name) is not None:
-        return Outcome("CREATE TABLE", notices=[("NOTICE", f'relation "{stmt.name}" already exists, skipping')])
+        return CommandDone("CREATE TABLE", notices=[("NOTICE", f'relation "{stmt.name}" already exists, skipping')])
     if coord.catalog.get(stmt.name) is not None:
         raise SqlError("42P07", f'relation "{stmt.name}" already exists')
     source = coord.catalog.get(stmt.source)
@@ -786,7 +786,7 @@ async def create_table_from_source(session: StatementContext, stmt: srcs.CreateT
     if runner is None:
         runner = manager._start(source)
     await runner.add_table(coord.catalog.items[table.id])
-    return Outcome("CREATE TABLE")
+    return CommandDone("CREATE TABLE")
 
 
 async def drop_objects(session: StatementContext, stmt: srcs.DropObjects, params, ptypes):
@@ -827,7 +827,7 @@ async def drop_objects(session: StatementContext, stmt: srcs.DropObjects, params
     if stmt.object_type == "SECRET":
         live = {i.id for i in coord.catalog.items.values() if i.kind == "secret"}
         await asyncio.to_thread(coord.secrets.keep_only, live)
-    return Outcome(f"DROP {stmt.object_type}", notices=notices)
+    return CommandDone(f"DROP {stmt.object_type}", notices=notices)
 
 
 async def swap_tables(session: StatementContext, stmt: srcs.SwapTables, params, ptypes):
@@ -838,7 +838,7 @@ async def swap_tables(session: StatementContext, stmt: srcs.SwapTables, params, 
     if a.id == b.id:
         raise SqlError(DUPLICATE_OBJECT, "cannot swap a table with itself")
     await session.ddl(lambda: [SwapItems(a.id, b.id)])
-    return Outcome("ALTER TABLE")
+    return CommandDone("ALTER TABLE")
 
 
 def check_writable(item: Item, verb: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from planner.dataflow import Aggregate, AggregatePlan, JoinPlan
 from planner.types import BY_NAME, SqlType, group_key
-from server.connection import _fields  # noqa: F401 - the module must import without Spark work
+from server.connection import Connection  # noqa: F401 - the module must import without Spark work
 from server.copy_out import copy_text
 from server.subscribe_buffer import OutputBuffer, Stalled
 from server.subscribe_state import AggregateState, FloatSum, JoinState, Multiset, checked, consolidate
