@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from planner import statements as st
-from planner.codecs.arrow_out import encode_binary_arrow, encode_text_arrow
 from planner.codecs.binary_in import decode_binary
 from planner.codecs.datarow import encode_rows
+from planner.codecs.registry import BINARY, TEXT, codec
 from planner.codecs.text_in import decode_text
 from planner.errors import (
     ADMIN_SHUTDOWN,
@@ -465,10 +465,8 @@ class Connection:
             columns = []
             for i, t in enumerate(types):
                 arr = table.column(i).slice(lo, hi - lo)
-                if _format(formats, i) == 1:
-                    columns.append(encode_binary_arrow(t, arr))
-                else:
-                    columns.append(encode_text_arrow(t, arr))
+                fmt = BINARY if _format(formats, i) == 1 else TEXT  # any other code: text, as before
+                columns.append(codec(t.oid, fmt).encode_column(t, arr))
             self.send(encode_rows(columns, hi - lo))
             if hi - lo == ROWS_PER_WRITE:
                 await self.flush()
