@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from planner.codecs.text_in import decode_text
+from planner.codecs.registry import TEXT, codec
 from planner.errors import NOT_NULL_VIOLATION, SqlError
 from planner.types import SqlType
 from server.catalog_items import Item
@@ -67,12 +67,13 @@ def _column(item: Item, pos: int, texts: pa.Array, parsed: ParsedCopy, context: 
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # some value needs PostgreSQL's own input function: it says which
     values = []
+    decode = codec(t.oid, TEXT).decode  # resolved once for the column
     for row, text in enumerate(texts.to_pylist()):
         if text is None:
             values.append(None)
             continue
         try:
-            values.append(check_value(item, pos, decode_text(t, text.encode("utf-8"))))
+            values.append(check_value(item, pos, decode(t, text.encode("utf-8"))))
         except SqlError as err:
             err.where = f'{context}, line {parsed.line(row)}, column {column.name}: "{text}"'
             raise

@@ -17,10 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from planner.codecs.arrow_out import encode_text_arrow
 from planner.codecs.binary_in import decode_binary
-from planner.codecs.binary_out import encode_binary
-from planner.codecs.text_out import encode_text
+from planner.codecs.registry import BINARY, TEXT, codec
 from planner.types import SqlType
 from server.copy_format import BAD_COPY_FILE_FORMAT, CopyDataError, CopyOptions, ParsedCopy
 from spark_backend import pylist
@@ -52,6 +50,8 @@ class CopyOut:
         self.options = options
         self.types = types
         self.binary = options.format == "binary"
+        # Each column's value encoder, resolved once: a row is then one call per value.
+        self._encoders = [codec(t.oid, BINARY if self.binary else TEXT).encode for t in types]
         self.delimiter = options.delimiter_char()
         self.null = options.null if options.null is not None else ("\\N" if options.format == "text" else "")
         self.quote = options.quote
@@ -71,20 +71,20 @@ class CopyOut:
     def row(self, row: tuple) -> bytes:
         if self.binary:
             parts = [struct.pack("!h", len(row))]
-            for t, v in zip(self.types, row):
+            for t, enc, v in zip(self.types, self._encoders, row):
                 if v is None:
                     parts.append(_NULL_FIELD)
                 else:
-                    data = encode_binary(t, v)
+                    data = enc(t, v)
                     parts.append(struct.pack("!i", len(data)) + data)
             return b"".join(parts)
         csv = self.options.format == "csv"
         fields = []
-        for t, v in zip(self.types, row):
+        for t, enc, v in zip(self.types, self._encoders, row):
             if v is None:
                 fields.append(self.null)
             else:
-                text = encode_text(t, v).decode()
+                text = enc(t, v).decode()
                 fields.append(self._csv(text) if csv else self._text(text))
         return self._line(fields)
 
@@ -148,7 +148,7 @@ def _text_messages(types: list[SqlType], table: pa.Table) -> bytes:
         return b""
     fields = []
     for i, t in enumerate(types):
-        text = encode_text_arrow(t, table.column(i))
+        text = codec(t.oid, TEXT).encode_column(t, table.column(i))
         if t.is_array or t.base.name not in _PLAIN:
             for old, new in _ESCAPES:
                 text = pc.replace_substring(text, old, new)
@@ -185,6 +185,7 @@ def binary_rows(data: bytes, types: list[SqlType]) -> list[list[str | None]]:
         raise CopyDataError(BAD_COPY_FILE_FORMAT, "invalid COPY file header (WITH OIDS)", 1)
     pos = len(_BINARY_HEADER) + extension
     rows: list[list[str | None]] = []
+    to_text = [codec(t.oid, TEXT).encode for t in types]  # resolved once, called per value
     while True:
         if pos + 2 > len(data):
             raise CopyDataError(BAD_COPY_FILE_FORMAT, "unexpected EOF in COPY data", len(rows) + 1)
@@ -196,7 +197,7 @@ def binary_rows(data: bytes, types: list[SqlType]) -> list[list[str | None]]:
             raise CopyDataError(BAD_COPY_FILE_FORMAT, f"row field count is {count}, expected {len(types)}",
                                 len(rows) + 1)
         row: list[str | None] = []
-        for t in types:
+        for t, enc in zip(types, to_text):
             if pos + 4 > len(data):
                 raise CopyDataError(BAD_COPY_FILE_FORMAT, "unexpected EOF in COPY data", len(rows) + 1)
             (size,) = struct.unpack_from("!i", data, pos)
@@ -208,5 +209,5 @@ def binary_rows(data: bytes, types: list[SqlType]) -> list[list[str | None]]:
                 raise CopyDataError(BAD_COPY_FILE_FORMAT, "unexpected EOF in COPY data", len(rows) + 1)
             value = decode_binary(t, data[pos:pos + size])
             pos += size
-            row.append(encode_text(t, value).decode())
+            row.append(enc(t, value).decode())
         rows.append(row)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from planner.codecs.arrow_out import encode_binary_arrow, encode_text_arrow
 from planner.codecs.datarow import encode_rows
+from planner.codecs.registry import BINARY, TEXT, codec
 from planner.types import SqlType
 from server.copy_format import CopyOptions
 from server.copy_out import CopyOut as CopyEncoder
@@ -66,10 +66,8 @@ class ResultWriter:
             columns = []
             for i, t in enumerate(types):
                 arr = table.column(i).slice(lo, hi - lo)
-                if format_of(formats, i) == 1:
-                    columns.append(encode_binary_arrow(t, arr))
-                else:
-                    columns.append(encode_text_arrow(t, arr))
+                fmt = BINARY if format_of(formats, i) == 1 else TEXT  # any other code: text, as before
+                columns.append(codec(t.oid, fmt).encode_column(t, arr))
             self.send(encode_rows(columns, hi - lo))
             if hi - lo == ROWS_PER_WRITE:
                 await self.flush()

@@ -45,7 +45,7 @@ from server.catalog_ops import CatalogOp, DropCollection, DropItem, SetDetails, 
 from server.metrics import SOURCE_LAG, SOURCE_ROWS
 from server.outcome import CommandDone
 from server.statement_context import StatementContext
-from spark_backend import pgoutput
+from spark_backend import pg_upstream, pgoutput
 from spark_backend import postgres_source as pg
 
 log = logging.getLogger("sparkwire.sources")
@@ -189,7 +189,7 @@ class PostgresSourceRunner:
         first = not details.get("slot_created")
         slot = details["slot"] if first else f"{details['slot']}_tmp_{pysecrets.token_hex(4)}"
         if first:
-            await asyncio.to_thread(pg.drop_slot, self.params(), slot)  # a half-made earlier attempt
+            await pg_upstream.drop_slot(self.params(), slot)  # a half-made earlier attempt
         tables = list({b.upstream.oid: b.upstream for b in pending}.values())
         log.info("snapshot", extra={"event": "snapshot_start", "source": self.source.name,
                                     "tables": [t.qualified for t in tables], "slot": slot})
@@ -683,7 +683,7 @@ async def create_connection(session: StatementContext, stmt: srcs.CreateConnecti
                 sql=_connection_sql(stmt), depends_on=tuple(depends),
                 details={"connector": stmt.connector, "options": options, "secret_options": secret_options})
     if stmt.validate and stmt.connector == "postgres":
-        await asyncio.to_thread(pg.check_connection, session.server_sources.params_for(item))
+        await pg_upstream.check_connection(session.server_sources.params_for(item))
     elif stmt.validate and stmt.connector == "kafka":
         validator = getattr(session.server_sources, "check_kafka", None)
         if validator is not None:
@@ -723,7 +723,7 @@ async def create_source(session: StatementContext, stmt: srcs.CreateSource, para
         return await handler(session, stmt, connection)
     publication = str(dict(stmt.options)["publication"])
     manager = session.server_sources
-    await asyncio.to_thread(pg.check_publication, manager.params_for(connection), publication)
+    await pg_upstream.check_publication(manager.params_for(connection), publication)
     source_id = coord.catalog.allocate_id()
     slot = f"sparkwire_{source_id}_{pysecrets.token_hex(3)}"
     item = Item(source_id, stmt.name, "source", (Column("lsn", SqlType.from_json(
@@ -756,8 +756,8 @@ async def create_table_from_source(session: StatementContext, stmt: srcs.CreateT
             raise SqlError("0A000", "tables from Kafka sources are not supported yet")
         return await handler(session, stmt, source)
     connection = coord.catalog.items[source.details["connection_id"]]
-    upstream = await asyncio.to_thread(pg.describe_table, manager.params_for(connection), stmt.reference,
-                                       source.details["publication"])
+    upstream = await pg_upstream.describe_table(manager.params_for(connection), stmt.reference,
+                                             source.details["publication"])
     if upstream.replica_identity != "f":
         raise SqlError("55000",
                        f'upstream table "{upstream.qualified}" does not have REPLICA IDENTITY FULL',
@@ -818,7 +818,7 @@ async def drop_objects(session: StatementContext, stmt: srcs.DropObjects, params
             connection = coord.catalog.items.get(source.details["connection_id"]) or None
             if connection is not None:
                 slot = source.details["slot"]
-                if not await asyncio.to_thread(pg.drop_slot, manager.params_for(connection), slot):
+                if not await pg_upstream.drop_slot(manager.params_for(connection), slot):
                     # Say so: a slot left upstream keeps its WAL there until someone drops it.
                     warning = (f'could not drop replication slot "{slot}" upstream; drop it there: '
                                f"SELECT pg_drop_replication_slot('{slot}')")

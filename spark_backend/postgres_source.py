@@ -1,10 +1,11 @@
-"""Talking to an upstream PostgreSQL: introspection, snapshots, and the replication stream.
+"""Talking to an upstream PostgreSQL: snapshots and the replication stream.
 
 Everything here blocks (psycopg2 is the one driver that can stream logical
-replication), so the server runs it on threads. The snapshot follows the
-postgres-sources design: a replication slot created with USE_SNAPSHOT as the
-first statement of a REPEATABLE READ transaction, COPY in that transaction,
-then START_REPLICATION from the slot, so there is no gap and no overlap.
+replication), so the server runs it on threads; the plain queries (validation,
+publications, table introspection, dropping slots) are pg_upstream's, on asyncpg.
+The snapshot follows the postgres-sources design: a replication slot created with
+USE_SNAPSHOT as the first statement of a REPEATABLE READ transaction, COPY in that
+transaction, then START_REPLICATION from the slot, so there is no gap and no overlap.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -96,103 +97,11 @@ class Params:
         return psycopg2.connect(**kwargs)
 
 
-@contextlib.contextmanager
-def _cursor(params: Params, timeout: int = 5) -> Iterator:
-    """An autocommit cursor on a fresh connection, closed afterwards."""
-    conn = params.connect(timeout=timeout)
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            yield cur
-    finally:
-        conn.close()
-
-
 def upstream_error(exc: BaseException) -> SqlError:
-    """An upstream failure as an error for the user, without secrets."""
+    """A psycopg2 failure (the snapshot's, the stream's) as an error for the user, without secrets."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return SqlError("08006" if isinstance(exc, psycopg2.OperationalError) else "XX000",
                     f"upstream PostgreSQL: {text}")
-
-
-def check_connection(params: Params) -> None:
-    try:
-        with _cursor(params) as cur:
-            cur.execute("SHOW wal_level")
-            level = cur.fetchone()[0]
-    except psycopg2.Error as exc:
-        raise upstream_error(exc) from exc
-    if level != "logical":
-        raise SqlError("55000", f"upstream PostgreSQL has wal_level = {level}; logical replication needs "
-                                "wal_level = logical",
-                       hint="Set wal_level = logical in postgresql.conf and restart the upstream server.")
-
-
-def check_publication(params: Params, publication: str) -> list[str]:
-    """The tables a publication publishes; an error if it does not exist."""
-    try:
-        with _cursor(params) as cur:
-            cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (publication,))
-            if cur.fetchone() is None:
-                raise SqlError("42704", f'publication "{publication}" does not exist upstream')
-            cur.execute("SELECT schemaname || '.' || tablename FROM pg_publication_tables "
-                        "WHERE pubname = %s ORDER BY 1", (publication,))
-            return [r[0] for r in cur.fetchall()]
-    except psycopg2.Error as exc:
-        raise upstream_error(exc) from exc
-
-
-def describe_table(params: Params, reference: str, publication: str) -> UpstreamTable:
-    schema, _, name = reference.rpartition(".")
-    schema = schema or "public"
-    try:
-        with _cursor(params) as cur:
-            cur.execute("SELECT c.oid, c.relreplident FROM pg_class c JOIN pg_namespace n "
-                        "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
-                        "AND c.relkind IN ('r', 'p')", (schema, name))
-            row = cur.fetchone()
-            if row is None:
-                raise SqlError("42P01", f'upstream table "{schema}.{name}" does not exist')
-            oid, replident = row
-            cur.execute("SELECT 1 FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s "
-                        "AND tablename = %s", (publication, schema, name))
-            if cur.fetchone() is None:
-                raise SqlError("55000", f'upstream table "{schema}.{name}" is not in publication '
-                                        f'"{publication}"',
-                               hint=f"ALTER PUBLICATION {publication} ADD TABLE {schema}.{name};")
-            cur.execute(
-                "SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
-                # Only a true array type (its element's typarray) counts as an array:
-                # point, box, name, int2vector ... have a typelem too.
-                "CASE WHEN e.typarray = t.oid THEN t.typelem ELSE 0 END, a.attnotnull "
-                "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
-                "LEFT JOIN pg_type e ON e.oid = t.typelem "
-                "WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", (oid,))
-            cols = tuple(UpstreamColumn(n, t, m, f, e if e else 0, nn) for n, t, m, f, e, nn in cur.fetchall())
-    except psycopg2.Error as exc:
-        raise upstream_error(exc) from exc
-    return UpstreamTable(oid, schema, name, replident, cols)
-
-
-def drop_slot(params: Params, slot: str, attempts: int = 20) -> bool:
-    """Drop a replication slot upstream, waiting for its walsender to let go; False if it is still there."""
-    for _ in range(attempts):
-        try:
-            with _cursor(params) as cur:
-                cur.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-                row = cur.fetchone()
-                if row is None:
-                    return True
-                if row[0] is not None:
-                    cur.execute("SELECT pg_terminate_backend(%s)", (row[0],))
-                    time.sleep(0.2)
-                    continue
-                cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-            return True
-        except psycopg2.Error as exc:
-            log.warning("dropping slot %s failed: %s", slot, exc)
-            time.sleep(0.5)
-    return False
 
 
 # -- snapshots -------------------------------------------------------------------

@@ -13,9 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from planner.codecs.base import STRING_TYPES, UNIX_TO_PG_DAYS, UNIX_TO_PG_US, US_PER_DAY
-from planner.codecs.binary_out import NUMERIC_NEG, NUMERIC_POS, encode_binary
-from planner.codecs.text_out import date_text_bc, encode_text, timestamp_text_us
-from planner.types import SqlType
+from planner.codecs.binary_out import NUMERIC_NEG, NUMERIC_POS
+from planner.codecs.registry import BINARY, CODECS, TEXT, TEXT_ONLY, register
+from planner.codecs.text_out import date_text_bc, timestamp_text_us
+from planner.types import BY_NAME, SqlType
 
 _B_TRUE = pa.scalar(b"t", pa.binary())
 _B_FALSE = pa.scalar(b"f", pa.binary())
@@ -36,6 +37,15 @@ def combine(parts: list[pa.Array]) -> pa.Array:
     if not parts:
         return pa.array([], pa.binary())
     return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+
+
+def _text_enc(t: SqlType) -> Callable[[SqlType, Any], bytes]:
+    """The per-value text encoder of `t`, for the values no kernel takes (looked up once)."""
+    return CODECS[TEXT][t.oid].encode
+
+
+def _binary_enc(t: SqlType) -> Callable[[SqlType, Any], bytes]:
+    return CODECS[BINARY][t.oid].encode
 
 
 def _per_value(fn: Callable[[SqlType, Any], bytes], t: SqlType, a: pa.Array) -> pa.Array:
@@ -129,7 +139,7 @@ def _float_text_chunk(t: SqlType, a: pa.Array) -> pa.Array:
     ok = ((vals >= lo) & (vals < hi)) | (vals == 0)
     ok &= ~pc.match_substring(res, "e").fill_null(False).to_numpy(zero_copy_only=False)
     bad = ~ok & valid_np(a)
-    return _patch(res, a, bad, encode_text, t)
+    return _patch(res, a, bad, _text_enc(t), t)
 
 
 def _numeric_text_chunk(t: SqlType, a: pa.Array) -> pa.Array | None:
@@ -147,7 +157,7 @@ def _numeric_text_chunk(t: SqlType, a: pa.Array) -> pa.Array | None:
     res = as_binary(res)
     if sci.true_count:
         res = _patch(res, a, sci.fill_null(False).to_numpy(zero_copy_only=False),
-                     encode_text, t)
+                     _text_enc(t), t)
     return res
 
 
@@ -185,7 +195,7 @@ def _text_chunk(t: SqlType, a: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(ty):  # each distinct value encoded once (a SUBSCRIBE's mz_timestamp)
         return _text_chunk(t, a.dictionary).take(a.indices)
     if t.is_array:
-        return _per_value(encode_text, t, a)
+        return _per_value(_text_enc(t), t, a)
     if name == "boolean" and pa.types.is_boolean(ty):
         return pc.if_else(a, _B_TRUE, _B_FALSE)
     if name in _INT_NAMES and pa.types.is_integer(ty):
@@ -224,7 +234,7 @@ def _text_chunk(t: SqlType, a: pa.Array) -> pa.Array:
         bad = ((us < _MIN_US) | (us > _MAX_US)) & valid_np(a)
         return _patch_ints(res, us, bad, lambda v: timestamp_text_us(int(v), tz))
     a = _normalize_temporal(a)
-    return _per_value(encode_text, t, a)
+    return _per_value(_text_enc(t), t, a)
 
 
 def _patch_ints(res: pa.Array, ints: np.ndarray, mask: np.ndarray,
@@ -349,7 +359,7 @@ def _binary_chunk(t: SqlType, a: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(ty):
         return _binary_chunk(t, a.dictionary).take(a.indices)
     if t.is_array:
-        return _per_value(encode_binary, t, a)
+        return _per_value(_binary_enc(t), t, a)
     if name == "boolean" and pa.types.is_boolean(ty):
         return _fixed_width(a, _values_np(a).astype(np.uint8), 1)
     if name in _NP_BIG and (pa.types.is_integer(ty) or pa.types.is_floating(ty)):
@@ -359,7 +369,7 @@ def _binary_chunk(t: SqlType, a: pa.Array) -> pa.Array:
             vals.min() < np.iinfo(dt).min or vals.max() > np.iinfo(dt).max
         ):
             # Out of range for the wire type: let the per-value path raise.
-            return _per_value(encode_binary, t, a)
+            return _per_value(_binary_enc(t), t, a)
         with np.errstate(over="ignore"):  # float64 -> float32 overflows to inf
             return _fixed_width(a, vals.astype(dt), dt.itemsize)
     if name == "numeric" and pa.types.is_decimal(ty):
@@ -390,7 +400,7 @@ def _binary_chunk(t: SqlType, a: pa.Array) -> pa.Array:
         us = _values_np(pc.cast(a, pa.timestamp("us"), safe=False).cast(pa.int64()))
         return _fixed_width(a, (us - UNIX_TO_PG_US).astype(">i8"), 8)
     a = _normalize_temporal(a)
-    return _per_value(encode_binary, t, a)
+    return _per_value(_binary_enc(t), t, a)
 
 
 def encode_text_arrow(t: SqlType, arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -412,3 +422,10 @@ def encode_text_column(t: SqlType, arr: pa.Array | pa.ChunkedArray) -> list[byte
 def encode_binary_column(t: SqlType, arr: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
     """Binary form of every value of a column; equal to `encode_binary` per value."""
     return encode_binary_arrow(t, arr).to_pylist()
+
+
+for _name in BY_NAME:
+    for _array in (False, True):
+        register(_name, TEXT, array=_array, encode_column=encode_text_arrow)
+        if _name not in TEXT_ONLY:
+            register(_name, BINARY, array=_array, encode_column=encode_binary_arrow)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import struct
-from collections.abc import Callable
 from decimal import (
     ROUND_DOWN,
     Decimal,
@@ -19,14 +18,21 @@ from planner import jsonb
 from planner.codecs.base import DEC_CTX, PG_EPOCH, PG_EPOCH_DATE, US_PER_DAY, UTC, element
 from planner.codecs.binary_out import NUMERIC_NAN, NUMERIC_NEG, NUMERIC_NINF, NUMERIC_PINF, NUMERIC_POS
 from planner.codecs.interval import interval_text
+from planner.codecs.registry import BINARY, CODECS, register_types
 from planner.codecs.text_in import check_length, numeric_typmod
 from planner.encoding import decode_utf8 as _utf8
 from planner.errors import SqlError
 from planner.types import BY_OID, SqlType
 
+_TABLE = CODECS[BINARY]  # this direction's table, for the per-value entry point below
 
-class _BadLength(Exception):
-    """Binary parameter of the wrong size; decode_binary words the SqlError."""
+
+class _BadLength(SqlError):
+    """Binary data of the wrong size; decode_binary words it with the parameter or type (a
+    registered decoder called directly raises it as it is)."""
+
+    def __init__(self) -> None:
+        super().__init__("22P03", "incorrect binary data format")
 
 
 def _fixed(data: bytes, n: int) -> bytes:
@@ -143,32 +149,6 @@ def _recv_interval(t: SqlType, data: bytes) -> str:
     return interval_text(months, days, micros)
 
 
-_BINARY_DECODERS: dict[str, Callable[[SqlType, bytes], Any]] = {
-    "boolean": lambda t, d: _fixed(d, 1) != b"\x00",
-    "smallint": lambda t, d: _unpack(_S_I16, d),
-    "integer": lambda t, d: _unpack(_S_I32, d),
-    "bigint": lambda t, d: _unpack(_S_I64, d),
-    "oid": lambda t, d: _unpack(_S_U32, d),
-    "real": lambda t, d: _unpack(_S_F32, d),
-    "double precision": lambda t, d: _unpack(_S_F64, d),
-    "numeric": _recv_numeric,
-    "text": _recv_text,
-    "character varying": _recv_text,
-    "character": _recv_text,
-    "name": _recv_name,
-    "char": lambda t, d: chr(_fixed(d, 1)[0]),
-    "json": _recv_text,
-    "jsonb": _recv_jsonb,
-    "uuid": _recv_uuid,
-    "interval": _recv_interval,
-    "bytea": lambda t, d: bytes(d),
-    "date": _recv_date,
-    "time without time zone": _recv_time,
-    "timestamp without time zone": _recv_timestamp,
-    "timestamp with time zone": _recv_timestamp,
-}
-
-
 def _recv_array(t: SqlType, data: bytes) -> list[Any]:
     if len(data) < 12:
         raise SqlError("08P01", "insufficient data left in message")
@@ -196,7 +176,7 @@ def _recv_array(t: SqlType, data: bytes) -> list[Any]:
             raise _BadLength
         return []
     et = element(t)
-    dec = _BINARY_DECODERS[t.base.name]
+    dec = CODECS[BINARY][t.base.oid].decode
     count = math.prod(dims)
     flat: list[Any] = []
     for k in range(count):
@@ -221,13 +201,37 @@ def _recv_array(t: SqlType, data: bytes) -> list[Any]:
     return flat
 
 
+register_types(BINARY, array=_recv_array, decode={
+    "boolean": lambda t, d: _fixed(d, 1) != b"\x00",
+    "smallint": lambda t, d: _unpack(_S_I16, d),
+    "integer": lambda t, d: _unpack(_S_I32, d),
+    "bigint": lambda t, d: _unpack(_S_I64, d),
+    "oid": lambda t, d: _unpack(_S_U32, d),
+    "real": lambda t, d: _unpack(_S_F32, d),
+    "double precision": lambda t, d: _unpack(_S_F64, d),
+    "numeric": _recv_numeric,
+    "text": _recv_text,
+    "character varying": _recv_text,
+    "character": _recv_text,
+    "name": _recv_name,
+    "char": lambda t, d: chr(_fixed(d, 1)[0]),
+    "json": _recv_text,
+    "jsonb": _recv_jsonb,
+    "uuid": _recv_uuid,
+    "interval": _recv_interval,
+    "bytea": lambda t, d: bytes(d),
+    "date": _recv_date,
+    "time without time zone": _recv_time,
+    "timestamp without time zone": _recv_timestamp,
+    "timestamp with time zone": _recv_timestamp,
+})
+
+
 def decode_binary(t: SqlType, data: bytes, *, param: int | None = None) -> Any:
     """Parse a binary-format parameter as PostgreSQL's recv function for `t`
     would. `param` (1-based) names the Bind parameter in the size error."""
     try:
-        if t.is_array:
-            return _recv_array(t, bytes(data))
-        return _BINARY_DECODERS[t.base.name](t, bytes(data))
+        return _TABLE[t.base.array_oid if t.is_array else t.base.oid].decode(t, bytes(data))
     except _BadLength:
         where = f"in bind parameter {param}" if param is not None else f"for type {t.display()}"
         raise SqlError("22P03", f"incorrect binary data format {where}") from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from planner.codecs.base import (
@@ -25,9 +25,12 @@ from planner.codecs.base import (
     pack_u32,
 )
 from planner.codecs.interval import interval_parse_cached
+from planner.codecs.registry import BINARY, CODECS, register_types
 from planner.codecs.text_in import uuid_canonical
 from planner.codecs.text_out import enc_bpchar, enc_str, naive_utc, numeric_text, to_decimal, to_float32
 from planner.types import SqlType
+
+_TABLE = CODECS[BINARY]  # this direction's table, for the per-value entry point below
 
 NUMERIC_POS = 0x0000
 NUMERIC_NEG = 0x4000
@@ -111,7 +114,31 @@ def _bin_interval(t: SqlType, v: Any) -> bytes:
     return pack_interval(micros, days, months)
 
 
-_BINARY_ENCODERS: dict[str, Callable[[SqlType, Any], bytes]] = {
+def _array_binary(t: SqlType, values: Sequence[Any]) -> bytes:
+    et = element(t)
+    enc = CODECS[BINARY][t.base.oid].encode
+    dims = array_dims(values)
+    if dims == [0]:
+        return struct.pack(">iiI", 0, 0, t.base.oid)
+    flat: list[Any] = list(values)
+    for _ in dims[1:]:
+        flat = [x for sub in flat for x in sub]
+    parts = []
+    has_null = 0
+    for v in flat:
+        if v is None:
+            has_null = 1
+            parts.append(b"\xff\xff\xff\xff")
+        else:
+            b = enc(et, v)
+            parts.append(pack_i32(len(b)))
+            parts.append(b)
+    head = struct.pack(">iiI", len(dims), has_null, t.base.oid)
+    head += b"".join(struct.pack(">ii", d, 1) for d in dims)
+    return head + b"".join(parts)
+
+
+register_types(BINARY, array=_array_binary, encode={
     "boolean": _bin_bool,
     "smallint": lambda t, v: pack_i16(v),
     "integer": lambda t, v: pack_i32(v),
@@ -134,35 +161,10 @@ _BINARY_ENCODERS: dict[str, Callable[[SqlType, Any], bytes]] = {
     "time without time zone": lambda t, v: pack_i64(_time_us(v)),
     "timestamp without time zone": _bin_timestamp,
     "timestamp with time zone": _bin_timestamptz,
-}
-
-
-def _array_binary(t: SqlType, values: Sequence[Any]) -> bytes:
-    et = element(t)
-    enc = _BINARY_ENCODERS[t.base.name]
-    dims = array_dims(values)
-    if dims == [0]:
-        return struct.pack(">iiI", 0, 0, t.base.oid)
-    flat: list[Any] = list(values)
-    for _ in dims[1:]:
-        flat = [x for sub in flat for x in sub]
-    parts = []
-    has_null = 0
-    for v in flat:
-        if v is None:
-            has_null = 1
-            parts.append(b"\xff\xff\xff\xff")
-        else:
-            b = enc(et, v)
-            parts.append(pack_i32(len(b)))
-            parts.append(b)
-    head = struct.pack(">iiI", len(dims), has_null, t.base.oid)
-    head += b"".join(struct.pack(">ii", d, 1) for d in dims)
-    return head + b"".join(parts)
+})
 
 
 def encode_binary(t: SqlType, value: Any) -> bytes:
-    """PostgreSQL binary (send) form of one non-NULL value of type `t`."""
-    if t.is_array:
-        return _array_binary(t, value)
-    return _BINARY_ENCODERS[t.base.name](t, value)
+    """PostgreSQL binary (send) form of one non-NULL value of type `t` (resolve
+    `codec(t.oid, BINARY)` once instead where one type has many values)."""
+    return _TABLE[t.base.array_oid if t.is_array else t.base.oid].encode(t, value)

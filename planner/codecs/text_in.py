@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from collections.abc import Callable
 from decimal import (
     ROUND_HALF_EVEN,
     Decimal,
@@ -22,9 +21,12 @@ import numpy as np
 from planner import jsonb
 from planner.codecs.base import DEC_CTX, INT_RANGES, US_PER_DAY, UTC, WS, array_dims, element, syntax
 from planner.codecs.interval import interval_parse, interval_text
+from planner.codecs.registry import CODECS, TEXT, register_types
 from planner.encoding import decode_utf8 as _utf8
 from planner.errors import SqlError
 from planner.types import SqlType
+
+_TABLE = CODECS[TEXT]  # this direction's table, for the per-value entry point below
 
 _INT_RE = re.compile(r"[ \t\n\r\f\v]*[+-]?[0-9]+[ \t\n\r\f\v]*", re.ASCII)
 
@@ -224,8 +226,6 @@ def _dec_json(t: SqlType, data: bytes) -> str:
     return s
 
 
-
-
 def _dec_jsonb(t: SqlType, data: bytes) -> str:
     return jsonb.jsonb_input(data)
 
@@ -422,32 +422,6 @@ def _dec_time(t: SqlType, data: bytes) -> _dt.time:
     return _dt.time(secs // 3600, secs // 60 % 60, secs % 60, us)
 
 
-_TEXT_DECODERS: dict[str, Callable[[SqlType, bytes], Any]] = {
-    "boolean": _dec_bool,
-    "smallint": _dec_int,
-    "integer": _dec_int,
-    "bigint": _dec_int,
-    "oid": _dec_int,
-    "real": _dec_float,
-    "double precision": _dec_float,
-    "numeric": _dec_numeric,
-    "text": _dec_text,
-    "character varying": _dec_varchar,
-    "character": _dec_bpchar,
-    "name": _dec_name,
-    "char": _dec_char,
-    "json": _dec_json,
-    "jsonb": _dec_jsonb,
-    "uuid": _dec_uuid,
-    "interval": _dec_interval,
-    "bytea": _dec_bytea,
-    "date": _dec_date,
-    "time without time zone": _dec_time,
-    "timestamp without time zone": _dec_timestamp,
-    "timestamp with time zone": _dec_timestamptz,
-}
-
-
 def _malformed_array(s: str, detail: str) -> SqlError:
     return SqlError("22P02", f'malformed array literal: "{s}"', detail=detail)
 
@@ -455,7 +429,7 @@ def _malformed_array(s: str, detail: str) -> SqlError:
 def _parse_array_text(t: SqlType, s: str) -> list[Any]:
     """array_in for one- or more-dimensional arrays with lower bound 1."""
     et = element(t)
-    dec = _TEXT_DECODERS[t.base.name]
+    dec = CODECS[TEXT][t.base.oid].decode
     n = len(s)
 
     def skip_ws(i: int) -> int:
@@ -551,8 +525,37 @@ def _parse_array_text(t: SqlType, s: str) -> list[Any]:
     return value
 
 
+def _dec_array(t: SqlType, data: bytes) -> list[Any]:
+    return _parse_array_text(t, _utf8(data))
+
+
+register_types(TEXT, array=_dec_array, decode={
+    "boolean": _dec_bool,
+    "smallint": _dec_int,
+    "integer": _dec_int,
+    "bigint": _dec_int,
+    "oid": _dec_int,
+    "real": _dec_float,
+    "double precision": _dec_float,
+    "numeric": _dec_numeric,
+    "text": _dec_text,
+    "character varying": _dec_varchar,
+    "character": _dec_bpchar,
+    "name": _dec_name,
+    "char": _dec_char,
+    "json": _dec_json,
+    "jsonb": _dec_jsonb,
+    "uuid": _dec_uuid,
+    "interval": _dec_interval,
+    "bytea": _dec_bytea,
+    "date": _dec_date,
+    "time without time zone": _dec_time,
+    "timestamp without time zone": _dec_timestamp,
+    "timestamp with time zone": _dec_timestamptz,
+})
+
+
 def decode_text(t: SqlType, data: bytes) -> Any:
-    """Parse a text-format parameter as PostgreSQL's input function for `t` would."""
-    if t.is_array:
-        return _parse_array_text(t, _utf8(data))
-    return _TEXT_DECODERS[t.base.name](t, data)
+    """Parse a text-format parameter as PostgreSQL's input function for `t` would (resolve
+    `codec(t.oid, TEXT)` once instead where one type has many values)."""
+    return _TABLE[t.base.array_oid if t.is_array else t.base.oid].decode(t, data)

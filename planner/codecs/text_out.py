@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from decimal import (
     Decimal,
 )
@@ -18,7 +18,10 @@ from typing import Any
 import numpy as np
 
 from planner.codecs.base import DEC_CTX, US_PER_DAY, UTC, array_dims, element
+from planner.codecs.registry import CODECS, TEXT, register_types
 from planner.types import SqlType
+
+_TABLE = CODECS[TEXT]  # this direction's table, for the per-value entry point below
 
 
 def _pg_float_from_digits(neg: bool, digits: str, exp: int, fixed_below: int) -> str:
@@ -265,7 +268,37 @@ def _enc_timestamptz(t: SqlType, v: Any) -> bytes:
     return (_timestamp_text(v) + "+00").encode()
 
 
-_TEXT_ENCODERS: dict[str, Callable[[SqlType, Any], bytes]] = {
+# array_out quotes elements that are empty, spell NULL, or hold any of these.
+_ARRAY_QUOTE_RE = re.compile(r'[{},"\\ \t\n\r\f\v]')
+
+
+def _array_text(t: SqlType, values: Sequence[Any]) -> str:
+    et = element(t)
+    enc = CODECS[TEXT][t.base.oid].encode
+
+    def level(vals: Sequence[Any]) -> str:
+        parts = []
+        for v in vals:
+            if v is None:
+                parts.append("NULL")
+            elif isinstance(v, (list, tuple)):
+                parts.append(level(v))
+            else:
+                s = enc(et, v).decode()
+                if not s or _ARRAY_QUOTE_RE.search(s) or s.lower() == "null":
+                    s = '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                parts.append(s)
+        return "{" + ",".join(parts) + "}"
+
+    array_dims(values)  # reject ragged input as PostgreSQL would
+    return level(values)
+
+
+def _enc_array(t: SqlType, values: Sequence[Any]) -> bytes:
+    return _array_text(t, values).encode()
+
+
+register_types(TEXT, array=_enc_array, encode={
     "boolean": _enc_bool,
     "smallint": _enc_int,
     "integer": _enc_int,
@@ -288,36 +321,10 @@ _TEXT_ENCODERS: dict[str, Callable[[SqlType, Any], bytes]] = {
     "time without time zone": _enc_time,
     "timestamp without time zone": _enc_timestamp,
     "timestamp with time zone": _enc_timestamptz,
-}
-
-# array_out quotes elements that are empty, spell NULL, or hold any of these.
-_ARRAY_QUOTE_RE = re.compile(r'[{},"\\ \t\n\r\f\v]')
-
-
-def _array_text(t: SqlType, values: Sequence[Any]) -> str:
-    et = element(t)
-    enc = _TEXT_ENCODERS[t.base.name]
-
-    def level(vals: Sequence[Any]) -> str:
-        parts = []
-        for v in vals:
-            if v is None:
-                parts.append("NULL")
-            elif isinstance(v, (list, tuple)):
-                parts.append(level(v))
-            else:
-                s = enc(et, v).decode()
-                if not s or _ARRAY_QUOTE_RE.search(s) or s.lower() == "null":
-                    s = '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                parts.append(s)
-        return "{" + ",".join(parts) + "}"
-
-    array_dims(values)  # reject ragged input as PostgreSQL would
-    return level(values)
+})
 
 
 def encode_text(t: SqlType, value: Any) -> bytes:
-    """PostgreSQL text output of one non-NULL value of type `t`."""
-    if t.is_array:
-        return _array_text(t, value).encode()
-    return _TEXT_ENCODERS[t.base.name](t, value)
+    """PostgreSQL text output of one non-NULL value of type `t` (resolve `codec(t.oid, TEXT)`
+    once instead where one type has many values)."""
+    return _TABLE[t.base.array_oid if t.is_array else t.base.oid].encode(t, value)
