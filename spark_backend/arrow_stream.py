@@ -15,6 +15,8 @@ the batches arrive without a schema and are read with the one `to_arrow_schema` 
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -60,7 +62,11 @@ class BatchStream:
         self.close()
 
     def close(self) -> None:
-        """Hang up: the serving thread's next write fails and it ends (no draining here)."""
+        """Hang up: the serving thread's next write fails and it ends (no draining here).
+        Shut down first: that also wakes a read blocked on another thread."""
         self._more = False
-        self._file.close()
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError, ValueError):
+            self._file.close()
         self._sock.close()
