@@ -13,15 +13,15 @@ batch:
 - the output buffer holds at most a budget of unread bytes (`SubscribeLimits`); while it
   is full the task waits, so a client that stops reading holds back its own subscription
   and nothing else (or, with a stall timeout, is disconnected with 53400);
-- a snapshot or batch of more than `SPILL_ROWS` updates of a linear query is not
-  collected: Spark spills its result, and consolidated rows are read back chunk by chunk
-  (spark_backend.spill), as fast as the client reads;
+- a large snapshot or batch of a linear query is not collected: Spark spills its
+  result, and consolidated rows are read back chunk by chunk (server.subscribe_linear);
 - commits that arrive while the task is held back are kept only up to `PENDING_ROWS`
   updates; past that the subscription lets go of them and, once its client reads again,
   reads the updates after its frontier from storage (its read hold keeps them there).
 
-Python work over the data (state of joins and aggregates, consolidation, formatting)
-runs on worker threads: the event loop only moves finished tables.
+How the result changes is the strategy's (server.subscribe_strategy), chosen once when
+the subscription plans. Python work over the data (state of joins and aggregates,
+consolidation, formatting) runs on worker threads: the event loop only moves finished tables.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -42,31 +41,20 @@ from planner.dataflow import DataflowPlan, plan_dataflow
 from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, UNDEFINED_TABLE, SqlError
 from planner.subscribe_syntax import Subscribe
 from planner.translate import SessionContext, resolve_tree
-from planner.types import row_key
 from server import metrics
 from server import subscribe_output as output
 from server.subscribe_buffer import DEFAULT_BUDGET, OutputBuffer, Stalled
 from server.subscribe_format import OutputPlan, format_timestamp, plan_output
-from server.subscribe_state import (
-    AggregateState,
-    Changes,
-    JoinState,
-    Multiset,
-    consolidate,
-    difference,
-    multiset,
-)
+from server.subscribe_linear import LinearStrategy
+from server.subscribe_state import Changes
+from server.subscribe_strategy import AggregateStrategy, JoinStrategy, RecomputeStrategy, Strategy
 from spark_backend import dataflow as sparkflow
-from spark_backend import spill as spilling
 from spark_backend.schema import arrow_type
 
 log = logging.getLogger("sparkwire.subscribe")
 
 MAX_FUTURE_MS = 60_000  # AS OF at most this far past the current frontier
 BUFFER_FULL = "53400"
-# A linear snapshot or batch of more input updates than this is spilled by Spark and read
-# back in chunks rather than collected (a spill costs a Parquet write: ~0.2 s at least).
-SPILL_ROWS = 50_000
 # Updates from commits a held-back subscription keeps; past this it rereads storage later.
 PENDING_ROWS = 100_000
 OUTPUT_CHUNK_ROWS = 65_536  # rows per output table the Python strategies hand the buffer
@@ -74,6 +62,10 @@ OUTPUT_CHUNK_ROWS = 65_536  # rows per output table the Python strategies hand t
 # Python work of every subscription (state, consolidation, formatting): off the event loop.
 _WORK = ThreadPoolExecutor(max_workers=4, thread_name_prefix="subscribe")
 _ids = itertools.count(1)
+
+# The strategy of each plan, by the name the planner gives it (planner.dataflow).
+STRATEGIES: dict[str, type[Strategy]] = {
+    cls.name: cls for cls in (LinearStrategy, AggregateStrategy, JoinStrategy, RecomputeStrategy)}
 
 
 @dataclass(frozen=True)
@@ -112,10 +104,6 @@ class Subscription:
         self._group: str | None = None  # Spark job group of the dataflow's jobs
         self._in_spark = 0  # Spark calls of this dataflow running now (close() cancels them)
         self._waited = 0.0  # seconds spent waiting for room in the buffer
-        self._previous = Multiset()  # recompute: the last result
-        self._aggregate: AggregateState | None = None
-        self._join: JoinState | None = None
-        self._spills: list[spilling.Spill] = []  # being read back now
         # Set once the snapshot's first rows are buffered (or it has none, or failed): start()
         # returns then, so DECLARE, COPY and a bare SUBSCRIBE report a snapshot's error
         # themselves, and a first FETCH finds a small snapshot whole.
@@ -159,6 +147,7 @@ class Subscription:
         self.views = views
         self.reads = read
         self.dataflow: DataflowPlan = plan_dataflow(tree)
+        self.strategy: Strategy = STRATEGIES[self.dataflow.strategy](self)
 
     async def describe(self) -> OutputPlan:
         shape = await self.coord.query(self.dataflow.full_sql, self.views, self.coord.read_ts(),
@@ -199,10 +188,7 @@ class Subscription:
                                hint="Use AS OF AT LEAST to start at the earliest valid timestamp.")
         while as_of >= self.coord.frontier:  # AS OF slightly in the future: wait for it
             await asyncio.sleep(0.05)
-        if self.dataflow.aggregate is not None:
-            self._aggregate = AggregateState(self.dataflow.aggregate, self.types, await self._float_args())
-        if self.dataflow.join is not None:
-            self._join = JoinState(self.dataflow.join)
+        await self.strategy.prepare()
         self.as_of = as_of
         # Listen before reading, so no commit falls between snapshot and stream.
         self._listening_from = self.coord.read_ts()
@@ -222,16 +208,8 @@ class Subscription:
         metrics.SUBSCRIPTIONS.inc(output_mode=self.stmt.output.label)
         metrics.ACTIVE_SUBSCRIPTIONS.inc(output_mode=self.stmt.output.label)
         log.info("subscription started", extra={
-            "event": "subscribe_start", "subscription": self.id, "strategy": self.dataflow.strategy,
+            "event": "subscribe_start", "subscription": self.id, "strategy": self.strategy.name,
             "output_mode": self.stmt.output.label, "as_of": as_of})
-
-    async def _float_args(self) -> set[int]:
-        """The sum/avg aggregates whose argument is a float (kept as exact sums)."""
-        agg = self.dataflow.aggregate
-        if not agg.float_sql:
-            return set()
-        [schema] = await self.coord.engine.run(sparkflow.describe, self.inputs, [agg.partial_sql])
-        return {j for j in agg.float_sql if pa.types.is_floating(schema.field(f"__s{j}").type)}
 
     def close(self) -> None:
         """Stop the dataflow and forget it; safe to call more than once."""
@@ -275,11 +253,11 @@ class Subscription:
                 # Materialize: "the first update emitted by the SUBSCRIBE is guaranteed to be a
                 # progress message indicating the subscribe's AS OF timestamp".
                 await self._emit_progress(self.as_of)
-            await self._timed(self._snapshot())
+            await self._timed(self.strategy.snapshot())
             self._in_snapshot = False
             self._started.set()
             if self._listening_from > self.as_of:
-                await self._timed(self._catch_up(self.as_of, self._listening_from))
+                await self._timed(self.strategy.history(self.as_of, self._listening_from))
             self.frontier = max(self.as_of, self._listening_from) + 1
             while True:
                 await self._emit_progress(self.frontier)
@@ -295,10 +273,10 @@ class Subscription:
                     self._listening_from = upto
                     self._pending.clear()
                     self._pending_rows = 0
-                    await self._timed(self._catch_up(self.frontier - 1, upto))
+                    await self._timed(self.strategy.history(self.frontier - 1, upto))
                 pending, self._pending, self._pending_rows = self._pending, [], 0
                 if pending:
-                    await self._timed(self._process(pending))
+                    await self._timed(self.strategy.batch(pending))
                 self.frontier = max(self.frontier, frontier)
                 self.coord.read_holds[self] = self.frontier - 1
         except asyncio.CancelledError:
@@ -317,7 +295,7 @@ class Subscription:
         finally:
             self.coord.listeners.discard(self)
             self.coord.read_holds.pop(self, None)
-            self._remove_spills()
+            self.strategy.discard()
             self.finished = True
             self.out.close()
             self._started.set()
@@ -341,16 +319,18 @@ class Subscription:
             await work
         finally:
             seconds = time.perf_counter() - started - (self._waited - waited)
-            metrics.BATCH_SECONDS.observe(max(0.0, seconds), strategy=self.dataflow.strategy)
+            metrics.BATCH_SECONDS.observe(max(0.0, seconds), strategy=self.strategy.name)
 
-    async def _spark(self, fn, *args):
+    # -- what strategies use (server.subscribe_strategy.Host) -------------------------------
+    async def spark(self, fn: Callable, *args):
+        """`fn(spark, *args)` in the engine, as one of this dataflow's jobs."""
         self._in_spark += 1
         try:
             return await self.coord.engine.run(fn, *args, group=self._group)
         finally:
             self._in_spark -= 1
 
-    async def _query(self, ts: int):
+    async def run_query(self, ts: int):
         """The query's whole result at `ts` (recompute)."""
         self._in_spark += 1
         try:
@@ -359,159 +339,24 @@ class Subscription:
             self._in_spark -= 1
 
     @staticmethod
-    async def _off_loop(fn, *args):
+    async def off_loop(fn: Callable, *args):
         return await asyncio.get_running_loop().run_in_executor(_WORK, fn, *args)
 
-    # -- snapshot, batches, history -------------------------------------------------------
-    async def _snapshot(self) -> None:
-        await self._step(sparkflow.Snapshot(self.as_of), snapshot=True)
-
-    async def _process(self, pending: list[tuple[int, dict[str, pa.Table]]]) -> None:
-        if self.dataflow.strategy == "recompute":
-            for ts in sorted({ts for ts, _ in pending}):
-                await self._recompute(ts)
-            return
-        merged: dict[str, list[pa.Table]] = {}
-        for _, updates in pending:
-            for cid, table in updates.items():
-                merged.setdefault(cid, []).append(table)
-        batch = {cid: pa.concat_tables(ts) for cid, ts in merged.items()}
-        await self._step(sparkflow.Batch(batch))
-
-    async def _catch_up(self, after: int, upto: int) -> None:
-        """The updates after `after` up to `upto`, from storage."""
-        source = sparkflow.History(after, upto)
-        if self.dataflow.strategy == "recompute":
-            for ts in await self._spark(sparkflow.timestamps, self.coord.store, self.inputs, source):
-                await self._recompute(ts)
-            return
-        await self._step(source)
-
-    async def _step(self, source: sparkflow.Source, snapshot: bool = False) -> None:
-        """Run one source through the dataflow and emit what changed (a snapshot's output
-        only WITH (SNAPSHOT), though its state is built either way)."""
-        strategy = self.dataflow.strategy
-        emit = self.stmt.snapshot or not snapshot
-        store = self.coord.store
-        if strategy == "recompute":
-            result = await self._query(self.as_of)
-            self._previous = await self._off_loop(multiset, result.table)
-            if emit:
-                await self._emit_changes({self.as_of: self._previous.items()})
-        elif strategy == "linear":
-            if emit:
-                await self._linear(source)
-        elif strategy == "aggregate":
-            state = self._aggregate
-            tables = await self._spark(sparkflow.run, store, self.inputs, source, state.sqls())
-            changes = await self._off_loop(state.apply, tables)
-            if snapshot:
-                extra = await self._off_loop(state.empty_global)
-                if extra:
-                    changes = {self.as_of: changes.get(self.as_of, []) + extra}
-            if emit:
-                await self._emit_changes(changes)
-        else:
-            state = self._join
-            sides = await self._spark(sparkflow.run, store, self.inputs, source, state.sqls())
-            joined = await self._off_loop(state.apply, sides)
-            if joined is not None and emit:
-                shaped = await self._spark(sparkflow.run_over_table, "__sw_joined", joined, state.plan.post_sql)
-                await self._emit_changes(await self._off_loop(consolidate, shaped))
-
-    async def _linear(self, source: sparkflow.Source) -> None:
-        store = self.coord.store
-        if sparkflow.estimated_rows(store, self.inputs, source) > SPILL_ROWS:
-            spilled = await self._spark(sparkflow.spill_delta, store, self.inputs, source,
-                                        self.dataflow.delta_sql, self._spill_order(), f"s{self.id}")
-            if spilled is not None:
-                await self._emit_spill(spilled)
-                return
-        [table] = await self._spark(sparkflow.run, store, self.inputs, source, [self.dataflow.delta_sql])
-        await self._emit_changes(await self._off_loop(consolidate, table))
-
-    async def _recompute(self, ts: int) -> None:
-        result = await self._query(ts)
-        current = await self._off_loop(multiset, result.table)
-        changes = await self._off_loop(difference, current, self._previous)
-        self._previous = current
-        await self._emit_changes({ts: changes})
-
-    # -- output -------------------------------------------------------------------
-    def _wanted(self, ts: int) -> bool:
+    def wanted(self, ts: int) -> bool:
         return self.stmt.up_to is None or ts < self.stmt.up_to
 
-    async def _emit_changes(self, changes: Changes) -> None:
+    async def emit_changes(self, changes: Changes) -> None:
         """Python updates per timestamp, formatted off the event loop, into the buffer."""
         for ts in sorted(changes):
-            if not self._wanted(ts) or not changes[ts]:
+            if not self.wanted(ts) or not changes[ts]:
                 continue
-            for table in await self._off_loop(self._tables_of, ts, changes[ts]):
-                await self._put(table)
+            for table in await self.off_loop(self.tables_of, ts, changes[ts]):
+                await self.put(table)
 
-    def _tables_of(self, ts: int, updates: list[tuple[tuple, int]]) -> list[pa.Table]:
+    def tables_of(self, ts: int, updates: list[tuple[tuple, int]]) -> list[pa.Table]:
         rows = format_timestamp(self.output, ts, updates)
         return [output.rows_table(self.output, rows[i:i + OUTPUT_CHUNK_ROWS], self.relation_types)
                 for i in range(0, len(rows), OUTPUT_CHUNK_ROWS)]
-
-    def _spill_order(self) -> tuple[spilling.SortKey, ...] | None:
-        """How Spark must order a spilled timestamp for the output modifier (None: plain
-        diffs, which need no order and are consolidated as they are read back)."""
-        plan = self.output
-        everything = [spilling.SortKey(i) for i in range(plan.relation_arity)] + [spilling.SortKey(None)]
-        if plan.kind == "order_by":
-            return tuple(spilling.SortKey(k.column, k.descending, k.nulls_first) for k in plan.sort) \
-                + tuple(everything)
-        if plan.kind in ("upsert", "debezium"):
-            return tuple(spilling.SortKey(i) for i in plan.key_indexes)
-        return None
-
-    async def _emit_spill(self, spilled: spilling.Spill) -> None:
-        """A spilled result, one timestamp at a time, a chunk at a time."""
-        self._spills.append(spilled)
-        try:
-            for ts in spilled.timestamps:
-                if not self._wanted(ts):
-                    break
-                chunks = self._spill_tables(spilled, ts)
-                while True:
-                    table = await self._off_loop(next, chunks, None)
-                    if table is None:
-                        break
-                    await self._put(table)
-        finally:
-            spilled.remove()
-            self._spills.remove(spilled)
-
-    def _spill_tables(self, spilled: spilling.Spill, ts: int) -> Iterator[pa.Table]:
-        width = spilled.width
-        if self.output.kind in ("diffs", "order_by"):
-            for chunk in spilled.consolidated(ts):
-                yield output.updates_table(self.output, ts, chunk.select(list(range(width))), chunk.column(width))
-            return
-        # Envelopes: rows come sorted by key; a key's rows may straddle two chunks, so the
-        # last key of each chunk waits for the next.
-        keys = self.output.key_indexes
-        carry: list[tuple[tuple, int]] = []
-        for chunk in spilled.consolidated(ts):
-            updates = carry + [(row[:-1], row[-1]) for row in output.python_rows(chunk)]
-            last = row_key(tuple(updates[-1][0][i] for i in keys))
-            cut = len(updates)
-            while cut > 0 and row_key(tuple(updates[cut - 1][0][i] for i in keys)) == last:
-                cut -= 1
-            carry = updates[cut:]
-            if cut:
-                yield from self._tables_of(ts, updates[:cut])
-        if carry:
-            yield from self._tables_of(ts, carry)
-
-    def _remove_spills(self) -> None:
-        for spilled in self._spills:
-            spilled.remove()
-        # A spill whose job finished after this task was cancelled is found by its name.
-        scratch = self.coord.store.scratch / "subscribe"
-        for path in scratch.glob(f"s{self.id}-*") if scratch.exists() else []:
-            shutil.rmtree(path, ignore_errors=True)
 
     async def _emit_progress(self, frontier: int) -> None:
         if not self.stmt.progress or frontier <= self._last_progress:
@@ -523,7 +368,7 @@ class Subscription:
         self._last_progress = frontier
         await self.out.put(output.progress_table(self.output, frontier))
 
-    async def _put(self, table: pa.Table) -> None:
+    async def put(self, table: pa.Table) -> None:
         """Data rows into the buffer (waiting while it is full)."""
         started = time.perf_counter()
         await self.out.put(table)

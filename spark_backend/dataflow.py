@@ -4,7 +4,8 @@ Each input relation is registered under its planned Spark name as one of three
 sources (`Snapshot`: its full contents at a timestamp; `Batch`: updates the server
 holds; `History`: updates read from storage); all carry `__mz_ts` and `__mz_diff`,
 so the same delta SQL serves them all. A result is either collected (`run`) or, when
-it may not fit in memory, spilled and read back in chunks (`spill_delta`).
+it may not fit in memory, streamed batch by batch (`stream_delta`, a snapshot) or spilled
+and read back in chunks (`spill_delta`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from planner.errors import SqlError
 from planner.params import literal
 from planner.types import BY_NAME, SqlType
 from spark_backend import spill
+from spark_backend.arrow_stream import BatchStream, streamable
 from spark_backend.reads import changes_df, rows_df
 from spark_backend.schema import (
     DIFF,
@@ -213,6 +215,47 @@ def spill_delta(spark: SparkSession, store: Store, inputs: list[Input], source: 
         scratch = store.scratch / "subscribe"
         scratch.mkdir(parents=True, exist_ok=True)
         return spill.write(df, scratch / f"{name}-{next(_VIEW_IDS)}", single, order)
+    finally:
+        _drop(spark, registered)
+
+
+@dataclass
+class SnapshotStream:
+    """A snapshot's result served in two passes: the 32-bit hash of every row (to find the
+    rows that may repeat, which must be netted out), then the rows themselves (c0..c{n-1},
+    DIFF and HASH), both batch by batch as they are read."""
+
+    hashes: BatchStream
+    rows: BatchStream
+    width: int
+
+    def close(self) -> None:
+        self.hashes.close()
+        self.rows.close()
+
+
+def stream_delta(spark: SparkSession, store: Store, inputs: list[Input], source: Snapshot,
+                 sql: str) -> SnapshotStream | None:
+    """Delta SQL over a snapshot, to be read a batch at a time (spark_backend.arrow_stream);
+    None when it cannot be streamed (Spark Connect, a column type), and the caller spills."""
+    registered = _register(spark, store, inputs, source)
+    try:
+        df = spark.sql(sql)
+        if not streamable(spark, df):
+            return None
+        width = len(df.columns) - 2
+        names = spill.data_columns(width)
+        df = df.toDF(*names, DELTA_TS, DELTA_DIFF)
+        # A 32-bit hash: the first pass holds one per row (4 bytes), and a collision only
+        # means two distinct rows are netted out in Python rather than passed through.
+        hashed = (F.hash(*[F.col(n) for n in names]) if names else F.lit(0)).alias(spill.HASH)
+        hashes = BatchStream(spark, df.select(hashed))
+        try:
+            rows = BatchStream(spark, df.select(*names, DELTA_DIFF, hashed))
+        except BaseException:
+            hashes.close()
+            raise
+        return SnapshotStream(hashes, rows, width)
     finally:
         _drop(spark, registered)
 

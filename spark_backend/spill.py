@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,31 +114,14 @@ class Spill:
                 if table.num_rows:
                     yield table
             return
-        repeated = self._repeated_hashes(ts)
-        held: dict[tuple, list] = {}  # rows sharing a hash: token → [row, net diff]
-        for table in self.batches(ts, [*names, HASH], chunk_rows):
-            if repeated is not None:
-                shared = pc.is_in(table.column(HASH), value_set=repeated)
-                if pc.any(shared).as_py():
-                    _hold(table.filter(shared).select(names), held)
-                    table = table.filter(pc.invert(shared))
-            if table.num_rows:
-                yield table.select(names)
-        rows = [(row, n) for row, n in held.values() if n]
-        if rows:
-            schema = pa.schema([(n, t) for n, t in zip(names, self._schema(ts).types)])
-            columns = pylist.columns([(*row, n) for row, n in rows], len(schema))
-            yield pa.Table.from_arrays([pylist.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
-
-    def _schema(self, ts: int) -> pa.Schema:
-        return pq.ParquetFile(self.files[ts][0]).schema_arrow
+        yield from net_out(self.batches(ts, [*names, HASH], chunk_rows), self._repeated_hashes(ts), names)
 
     def _repeated_hashes(self, ts: int) -> pa.Array | None:
         """The hashes that occur more than once in a timestamp (None: none do). Hashes are
         looked at a bucket at a time, so that memory stays bounded however many rows there are."""
         rows = sum(pq.ParquetFile(p).metadata.num_rows for p in self.files.get(ts, []))
         buckets = max(1, math.ceil(rows / HASH_BUCKET_ROWS))
-        repeated: list[np.ndarray] = []
+        found: list[np.ndarray] = []
         for bucket in range(buckets):
             parts = []
             for path in self.files.get(ts, []):
@@ -148,13 +131,38 @@ class Spill:
                     parts.append(h if buckets == 1 else h[(h % buckets) == bucket])
             if not parts:
                 continue
-            h = np.sort(np.concatenate(parts))
-            dup = h[1:][h[1:] == h[:-1]]
+            dup = repeated_values(np.concatenate(parts))
             if dup.size:
-                repeated.append(np.unique(dup))
-        if not repeated:
+                found.append(dup)
+        if not found:
             return None
-        return pa.array(np.concatenate(repeated), pa.int64())
+        return pa.array(np.concatenate(found), pa.int64())
+
+
+def net_out(tables: Iterable[pa.Table], repeated: pa.Array | None, names: list[str]) -> Iterator[pa.Table]:
+    """Tables of `names` and HASH, consolidated: rows whose hash is not in `repeated` pass
+    straight through as Arrow; the others are netted out in Python and come last."""
+    held: dict[tuple, list] = {}  # rows sharing a hash: token → [row, net diff]
+    schema = None
+    for table in tables:
+        schema = schema or table.select(names).schema
+        if repeated is not None:
+            shared = pc.is_in(table.column(HASH), value_set=repeated)
+            if pc.any(shared).as_py():
+                _hold(table.filter(shared).select(names), held)
+                table = table.filter(pc.invert(shared))
+        if table.num_rows:
+            yield table.select(names)
+    rows = [(row, n) for row, n in held.values() if n]
+    if rows:
+        columns = pylist.columns([(*row, n) for row, n in rows], len(schema))
+        yield pa.Table.from_arrays([pylist.array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+
+
+def repeated_values(hashes: np.ndarray) -> np.ndarray:
+    """The values that occur more than once in `hashes` (sorted in place)."""
+    hashes.sort()
+    return np.unique(hashes[1:][hashes[1:] == hashes[:-1]])
 
 
 def _hold(table: pa.Table, held: dict[tuple, list]) -> None:

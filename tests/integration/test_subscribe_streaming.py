@@ -255,3 +255,27 @@ def test_many_subscribers_of_a_large_snapshot_at_once(small):
     for th in threads:
         th.join(300)
     assert counts == dict.fromkeys(range(4), n)
+
+
+def test_snapshot_left_half_read_lets_go_of_spark(small):
+    """A client that closes its cursor in the middle of a large snapshot: the partitions Spark
+    was serving it are let go, and the next reader of the same table gets it whole."""
+    t = fresh("half")
+    n = 120_000
+    with connect(small) as c:
+        c.execute(f"CREATE TABLE {t} (k bigint, pad text)")
+        c.execute(f"INSERT INTO {t} SELECT g, repeat('z', 30) FROM generate_series(1, {n}) AS g")
+    up_to = now_ms() + 1
+    for _ in range(3):
+        with connect(small) as c:
+            c.execute("BEGIN")
+            cur = c.cursor()
+            cur.execute(f"DECLARE c CURSOR FOR SUBSCRIBE {t} UP TO {up_to}")
+            cur.execute("FETCH 1000 c")
+            assert len(cur.fetchall()) == 1000
+            c.execute("CLOSE c")
+            c.execute("COMMIT")
+    with connect(small) as c, c.cursor().copy(f"COPY (SUBSCRIBE {t} UP TO {up_to}) TO STDOUT") as copy:
+        assert sum(1 for _ in copy.rows()) == n
+    with connect(small) as c:
+        assert c.execute(f"SELECT count(*) FROM {t}").fetchone() == (n,)
