@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tests.slt import report
-from tests.slt.corpus import SLT_DIR, discover, is_third_party
+from tests.slt.corpus import SLT_DIR, discover, floor_of, is_third_party, save_floor
 from tests.slt.executor import PASS
 from tests.slt.runner import FileResult, run_file
 from tests.slt.targets import PostgresTarget, SparkwireTarget
@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         print(report.failure_kinds(results))
     if args.report:
         Path(args.report).write_text(_markdown(results, argv if argv is not None else sys.argv[1:], args, elapsed))
+    if args.write_floor:
+        save_floor(floor_of(results, args.sample))
     if args.wrong_list:
         Path(args.wrong_list).write_text("\n".join(report.wrong_list(results)) + "\n")
     return 0
@@ -58,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--postgres-only", action="store_true", help="check the files against PostgreSQL alone")
     p.add_argument("--report", metavar="PATH", help="write the figures as markdown (CONFORMANCE.md)")
     p.add_argument("--wrong-list", metavar="PATH", help="write every silent wrong answer and hang, one a line")
+    p.add_argument("--write-floor", action="store_true",
+                   help="record this run's per-file rates as the floor the fast subset (make test) keeps to")
     p.add_argument("-v", "--verbose", action="store_true", help="print every record that fails")
     return p
 
@@ -86,16 +90,16 @@ def _markdown(results: list[FileResult], argv: list[str], args: argparse.Namespa
     return "\n".join([
         "# Conformance: sparkwire against PostgreSQL 15 on sqllogictest files",
         "",
-        "Written by `make conformance` (tests/slt/, issue 20 item 5). A record counts only if PostgreSQL 15 "
-        "passes it; sparkwire's rate is on those records. *Wrong answers* are records where sparkwire "
-        "answers something other than the expected result (silent wrong results); *errors* are clear "
-        "failures; *hangs* ran past the per-statement timeout.",
+        ("Written by `make conformance` (tests/slt/, issue 20 item 5). A record counts only if PostgreSQL 15 "
+         "passes it; sparkwire's rate is on those records. *Wrong answers* are records where sparkwire "
+         "answers something other than the expected result (silent wrong results); *errors* are clear "
+         "failures; *hangs* ran past the per-statement timeout."),
         "",
         f"- command: `python -m tests.slt {' '.join(argv)}`",
         f"- date: {when}; commit: {commit}; run time: {elapsed / 60:.0f} min",
         f"- records run: {sampled}; timeout {args.timeout:g}s per statement",
-        f"- **sparkwire passes {t['both_passed']} of the {t['pg_passed']} records PostgreSQL passes ({rate}); "
-        f"wrong answers {t['wrong']}, errors {t['errors']}, hangs {t['hangs']}**",
+        (f"- **sparkwire passes {t['both_passed']} of the {t['pg_passed']} records PostgreSQL passes ({rate}); "
+         f"wrong answers {t['wrong']}, errors {t['errors']}, hangs {t['hangs']}**"),
         "",
         report.table(results),
         "",

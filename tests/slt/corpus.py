@@ -71,3 +71,10 @@ def load_floor(path: Path = FLOOR) -> dict:
 
 def save_floor(floor: dict, path: Path = FLOOR) -> None:
     path.write_text(json.dumps(floor, indent=1, sort_keys=True) + "\n")
+
+
+def floor_of(results: list, sample_every: int) -> dict:
+    """The floor file's content for these results (runner.FileResult): per file, how many records
+    PostgreSQL passed and how many of those sparkwire passed, at this sampling."""
+    return {"sample_every": sample_every,
+            "files": {r.name: {"postgres": r.pg_passed, "sparkwire": r.both_passed} for r in results}}

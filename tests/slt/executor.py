@@ -6,6 +6,7 @@ not return, its connection is abandoned for a new one. Driver-agnostic apart fro
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -67,19 +68,15 @@ class Session:
         return box.get("rows")
 
     def _abandon_if_stuck(self, worker: threading.Thread) -> None:
-        try:
+        with contextlib.suppress(Exception):  # best effort; the connection may be gone
             self.conn.cancel()
-        except Exception:  # noqa: BLE001 - best effort; the connection may be gone
-            pass
         worker.join(10)
         if worker.is_alive() or _is_closed(self.conn):
             self.conn = self._connect()  # the old one is left to its thread
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing a broken connection
             self.conn.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection
-            pass
 
 
 def _is_closed(conn: Any) -> bool:

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from tests.slt.executor import ERROR, HANG, PASS, WRONG
+from tests.slt.executor import ERROR, PASS, WRONG
 from tests.slt.runner import FileResult
 
 
@@ -15,8 +15,8 @@ def _pct(part: int, whole: int) -> str:
 
 
 def table(results: Sequence[FileResult]) -> str:
-    rows = ["| file | records | PostgreSQL passes | sparkwire passes | sparkwire on PostgreSQL's | rate "
-            "| wrong answers | errors | hangs | seconds |",
+    rows = [("| file | records | PostgreSQL passes | sparkwire passes | sparkwire on PostgreSQL's | rate "
+             "| wrong answers | errors | hangs | seconds |"),
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     total = [0] * 8
     for r in results:
@@ -55,9 +55,9 @@ def wrong_kind(detail: str) -> str:
         return "accepted a statement PostgreSQL rejects"
     if "columns, expected" in detail:
         return "wrong number of columns"
-    if "values hashing" in detail or "values, expected" in detail:
+    if "values hashing" in detail or "values, expected" in detail or "rows, expected" in detail:
         return "wrong number of values / different result set"
-    if detail.startswith("value "):
+    if detail.startswith(("value ", "row ")):
         return "a different value"
     return detail[:60]
 

@@ -76,7 +76,7 @@ def _as_real(v: object) -> str:
         f = 0.0
     if math.isnan(f) or math.isinf(f):
         return _float_text(f)
-    return "%.3f" % f
+    return f"{f:.3f}"
 
 
 def format_value(value: object, column_type: str) -> str:
@@ -129,16 +129,19 @@ def compare(query: Query, rows: Sequence[Sequence[object]]) -> str | None:
     if values == expected:
         return None
     # Files of other runners write one row per line, values separated by single spaces.
-    if width > 1 and [" ".join(row) for row in table] == expected:
+    lines = [" ".join(row) for row in table]
+    if width > 1 and lines == expected:
         return None
+    if width > 1 and len(values) != len(expected) and any(" " in line for line in expected):
+        return _difference(lines, expected, "rows", "row")
     return _difference(values, expected)
 
 
-def _difference(values: list[str], expected: list[str]) -> str:
+def _difference(values: list[str], expected: list[str], plural: str = "values", one: str = "value") -> str:
     if len(values) != len(expected):
         shown = ", ".join(values[:8]) + (", …" if len(values) > 8 else "")
-        return f"{len(values)} values, expected {len(expected)}: [{shown}]"
+        return f"{len(values)} {plural}, expected {len(expected)}: [{shown}]"
     for i, (got, want) in enumerate(zip(values, expected, strict=True)):
         if got != want:
-            return f"value {i + 1}: got {got!r}, expected {want!r}"
+            return f"{one} {i + 1}: got {got!r}, expected {want!r}"
     return "differs"

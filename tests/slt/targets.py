@@ -4,6 +4,7 @@ and after the file; sparkwire has one database and no CREATE SCHEMA)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 
@@ -89,16 +90,13 @@ class SparkwireTarget:
             left = 0
             for show, kind in (("SHOW VIEWS", "VIEW"), ("SHOW MATERIALIZED VIEWS", "MATERIALIZED VIEW"),
                                ("SHOW TABLES", "TABLE")):
-                try:
+                names: list[str] = []
+                with contextlib.suppress(Exception):  # a kind this server does not have
                     names = [row[0] for row in session.run(show) or []]
-                except Exception:  # noqa: BLE001 - a kind this server does not have
-                    continue
                 left += len(names)
                 for name in names:
-                    try:
+                    with contextlib.suppress(Exception):  # a dependent object: the next pass retries
                         session.run(f'DROP {kind} IF EXISTS "{name}"')
-                    except Exception:  # noqa: BLE001 - a dependent object; the next pass retries
-                        pass
             if not left:
                 return
         raise RuntimeError("sparkwire: could not drop what the previous file created")
