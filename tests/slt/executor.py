@@ -10,11 +10,11 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.slt.records import Query, Record, Statement
+from tests.slt.records import Record, Statement
 from tests.slt.results import compare
 
 PASS, WRONG, ERROR, HANG = "pass", "wrong", "error", "hang"
@@ -137,18 +137,3 @@ def run_records(session: Session, records: Iterable[Record],
         if progress:
             progress(outcome)
     return outcomes
-
-
-def sample(records: Sequence[Record], every: int) -> list[Record]:
-    """Every `every`-th query (counting queries only), and every statement: the statements build
-    the state later queries read."""
-    if every <= 1:
-        return list(records)
-    kept, n = [], 0
-    for record in records:
-        if isinstance(record, Query):
-            n += 1
-            if (n - 1) % every:
-                continue
-        kept.append(record)
-    return kept

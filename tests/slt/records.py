@@ -10,6 +10,7 @@ directives; `skipif <engine>` / `onlyif <engine>` lines guard the record after t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SORT_MODES = ("nosort", "rowsort", "valuesort")
@@ -130,3 +131,18 @@ def _query(words: list[str], body: list[str], line: int, hash_threshold: int) ->
     if not sql:
         raise FormatError(f"line {line}: query without SQL")
     return Query(line, "\n".join(sql), words[1], sort, label, expected, hash_threshold)
+
+
+def sample(records: Sequence[Record], every: int) -> list[Record]:
+    """Every `every`-th query (counting queries only), and every statement: the statements build
+    the state later queries read."""
+    if every <= 1:
+        return list(records)
+    kept, n = [], 0
+    for record in records:
+        if isinstance(record, Query):
+            n += 1
+            if (n - 1) % every:
+                continue
+        kept.append(record)
+    return kept

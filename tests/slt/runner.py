@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Protocol
 
 from tests.slt.corpus import key
-from tests.slt.executor import ERROR, HANG, PASS, WRONG, Outcome, Session, run_records, sample
-from tests.slt.records import Record, parse
+from tests.slt.executor import ERROR, HANG, PASS, WRONG, Outcome, Session, run_records
+from tests.slt.records import Record, parse, sample
 
 
 class Target(Protocol):

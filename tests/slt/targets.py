@@ -41,6 +41,7 @@ class PostgresTarget:
                                       "full_page_writes": "off"}).start()
         self.timeout = timeout
         self._ids = itertools.count(1)
+        self._databases: dict[int, str] = {}  # id(session) → its database
         self._admin = psycopg.connect(self.server.dsn, autocommit=True)
 
     def session(self) -> Session:
@@ -48,12 +49,12 @@ class PostgresTarget:
         self._admin.execute(f"CREATE DATABASE {db}")
         dsn = self.server.dsn.replace("dbname=postgres", f"dbname={db}")
         session = Session(lambda: text_connection(dsn), self.timeout)
-        session.database = db  # type: ignore[attr-defined]
+        self._databases[id(session)] = db
         return session
 
     def finish(self, session: Session) -> None:
         session.close()
-        self._admin.execute(f"DROP DATABASE {session.database} WITH (FORCE)")  # type: ignore[attr-defined]
+        self._admin.execute(f"DROP DATABASE {self._databases.pop(id(session))} WITH (FORCE)")
 
     def stop(self) -> None:
         self._admin.close()

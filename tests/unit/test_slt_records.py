@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.slt.executor import sample
-from tests.slt.records import FormatError, Query, Statement, parse
+from tests.slt.records import FormatError, Query, Statement, parse, sample
 
 TEXT = """\
 hash-threshold 8
