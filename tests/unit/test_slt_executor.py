@@ -18,17 +18,25 @@ class FakeError(Exception):
 class FakeConnection:
     """Answers `ROWS`, fails `FAIL` with 21000, and blocks on `SLEEP` until cancelled."""
 
-    opened = 0
-
     def __init__(self) -> None:
-        FakeConnection.opened += 1
         self.closed = False
         self.cancelled = threading.Event()
-        self.description = None
-        self.rows: list[tuple] = []
 
-    def cursor(self) -> FakeConnection:
-        return self
+    def cursor(self) -> FakeCursor:
+        return FakeCursor(self)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeCursor:
+    def __init__(self, conn: FakeConnection) -> None:
+        self.cancelled = conn.cancelled
+        self.description: list | None = None
+        self.rows: list[tuple] = []
 
     def execute(self, sql: str) -> None:
         self.description, self.rows = None, []
@@ -43,11 +51,8 @@ class FakeConnection:
     def fetchall(self) -> list[tuple]:
         return self.rows
 
-    def cancel(self) -> None:
-        self.cancelled.set()
-
     def close(self) -> None:
-        self.closed = True
+        pass
 
 
 FILE = """\
@@ -95,7 +100,6 @@ def test_outcomes() -> None:
 
 
 def test_a_hang_is_cancelled_and_the_session_goes_on() -> None:
-    FakeConnection.opened = 0
     session = Session(FakeConnection, timeout=0.1)
     first = session.conn
     (sleep,) = parse("statement ok\nSLEEP\n")
@@ -103,3 +107,13 @@ def test_a_hang_is_cancelled_and_the_session_goes_on() -> None:
     assert first.cancelled.is_set()
     (rows,) = parse("query I rowsort\nROWS\n----\n1\n2\n")
     assert run_record(session, rows).status == PASS
+    assert session.conn is first  # the cancel worked, so the connection stays
+
+
+def test_a_lost_connection_is_replaced() -> None:
+    session = Session(FakeConnection, timeout=1)
+    first = session.conn
+    first.closed = True
+    (fail,) = parse("statement ok\nFAIL\n")
+    assert run_record(session, fail).status == ERROR
+    assert session.conn is not first and not session.conn.closed
