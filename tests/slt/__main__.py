@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
             result = run_file(path, postgres, sparkwire, every)
             results.append(result)
             _print_file(result, args.verbose)
+            if args.report:  # after every file, so that a long run stopped early still leaves figures
+                partial = f"{len(results)} of {len(files)} files" if len(results) < len(files) else ""
+                Path(args.report).write_text(_markdown(results, _argv(argv), args,
+                                                       time.monotonic() - started, partial))
     finally:
         if sparkwire:
             sparkwire.stop()
@@ -42,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(report.failure_kinds(results))
     if args.report:
-        Path(args.report).write_text(_markdown(results, argv if argv is not None else sys.argv[1:], args, elapsed))
+        Path(args.report).write_text(_markdown(results, _argv(argv), args, elapsed))
     if args.write_floor:
         save_floor(floor_of(results, args.sample))
     if args.wrong_list:
@@ -79,7 +83,12 @@ def _print_file(result: FileResult, verbose: bool) -> None:
             print(f"  {result.name}:{record.line} sparkwire {sw.status}: {sw.detail}", file=sys.stderr)
 
 
-def _markdown(results: list[FileResult], argv: list[str], args: argparse.Namespace, elapsed: float) -> str:
+def _argv(argv: list[str] | None) -> list[str]:
+    return argv if argv is not None else sys.argv[1:]
+
+
+def _markdown(results: list[FileResult], argv: list[str], args: argparse.Namespace, elapsed: float,
+              partial: str = "") -> str:
     commit = subprocess.run(["git", "-C", str(SLT_DIR), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=False).stdout.strip() or "?"
     t = report.totals(results)
@@ -98,6 +107,7 @@ def _markdown(results: list[FileResult], argv: list[str], args: argparse.Namespa
         f"- command: `python -m tests.slt {' '.join(argv)}`",
         f"- date: {when}; commit: {commit}; run time: {elapsed / 60:.0f} min",
         f"- records run: {sampled}; timeout {args.timeout:g}s per statement",
+        *([f"- **partial: the run was stopped after {partial}**"] if partial else []),
         (f"- **sparkwire passes {t['both_passed']} of the {t['pg_passed']} records PostgreSQL passes ({rate}); "
          f"wrong answers {t['wrong']}, errors {t['errors']}, hangs {t['hangs']}**"),
         "",
