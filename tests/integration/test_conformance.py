@@ -22,7 +22,7 @@ from tests.slt.executor import PASS
 from tests.slt.runner import FileResult, run_file
 from tests.slt.targets import PostgresTarget, SparkwireTarget
 
-TIMEOUT = 60.0  # seconds per statement before it counts as a hang
+TIMEOUT = 180.0  # seconds per statement before it counts as a hang (generous: CI machines get loaded)
 FLOOR = load_floor()
 KNOWN = load_known()
 FILES = discover()
