@@ -28,3 +28,11 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data spark-warehouse metastore_db
+
+# The sqllogictest conformance run against a real PostgreSQL 15 (tests/slt/README.md): every
+# record of every file by default (hours on 2 cores); `make conformance SAMPLE=20` runs every
+# 20th query of the third-party files. Writes its figures to CONFORMANCE.md.
+.PHONY: conformance
+SAMPLE ?= 1
+conformance: $(STAMP)
+	$(PY) -m tests.slt --sample $(SAMPLE) --report CONFORMANCE.md
