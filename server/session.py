@@ -38,6 +38,7 @@ from planner.params import literal
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
+    bound_query,
     copy_format,
     copy_load,
     copy_out,
@@ -262,10 +263,23 @@ class Session:
             out = rows_outcome([name], [(found,)], [BOOL])
             out.notices.extend(notices)
             return out
+        bound = self._bound(stmt, params)
+        if bound is not None:
+            result = await self.coord.query(bound.spark_sql, bound.views, self._read_ts(stmt.as_of),
+                                            self.txn.overlay() if self.txn else None, group=self.group)
+            return Outcome(f"SELECT {result.table.num_rows}", bound.names, bound.types, result.table)
         spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
         return Outcome(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
+
+    def _bound(self, stmt: st.Query, params) -> bound_query.BoundQuery | None:
+        """The query through the front end of our own, when the session asked for it and
+        it covers the query (parameters are not covered yet)."""
+        if self.settings.get("sql_frontend") != "postgres" or params or not stmt.text:
+            return None
+        return bound_query.plan(stmt.text, self.catalog,
+                                lambda views: self.coord.resolver(views, self._context(), self.catalog))
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement

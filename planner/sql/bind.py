@@ -77,12 +77,12 @@ class Binder:
         """A SELECT (or VALUES, or set operation) statement's plan."""
         kind = node_type(node)
         if kind != "SelectStmt":
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind} is not a query")
+            raise p.NotYet(f"{kind} is not a query")
         return self._select(node["SelectStmt"], outer=False)
 
     def _select(self, s: dict, outer: bool) -> p.Rel:
         if s.get("withClause"):
-            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH is not supported yet by this binder")
+            raise p.NotYet("WITH is not supported yet by this binder")
         if s.get("op", "SETOP_NONE") != "SETOP_NONE":
             rel = self._set_operation(s)
             return self._order_limit_of_output(rel, s)
@@ -122,8 +122,9 @@ class Binder:
             sort = item["SortBy"]
             index = _output_index(sort["node"], [c.name for c in cols])
             if index is None:
-                raise SqlError(FEATURE_NOT_SUPPORTED,
-                               "ORDER BY on a UNION/INTERSECT/EXCEPT result must be on one of the result columns")
+                raise SqlError(FEATURE_NOT_SUPPORTED, "invalid UNION/INTERSECT/EXCEPT ORDER BY clause",
+                               detail="Only result column names can be used, not expressions or functions.",
+                               position=_location(sort["node"]))
             keys.append(_sort_key(index, sort))
         return self._top_k(rel, keys, s)
 
@@ -161,7 +162,7 @@ class Binder:
                       if s.get("havingClause") is not None else None)
             distinct = s.get("distinctClause")
             if distinct and distinct != [{}]:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT DISTINCT ON is not supported yet")
+                raise p.NotYet("SELECT DISTINCT ON is not supported yet")
             order, hidden = self._order_by(s.get("sortClause") or [], names, exprs, bool(distinct))
             aggregated = group is not None or bool(level.aggregates) or having is not None
             if aggregated:
@@ -202,7 +203,7 @@ class Binder:
             return self._join(n)
         if kind == "RangeSubselect":
             if n.get("lateral"):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "LATERAL is not supported yet")
+                raise p.NotYet("LATERAL is not supported yet")
             alias = n.get("alias")
             if alias is None:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
@@ -212,7 +213,7 @@ class Binder:
             finally:
                 self._levels = saved
             return rel, _item_scope(alias["aliasname"], p.columns(rel), alias.get("colnames"))
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind} in FROM is not supported yet")
+        raise p.NotYet(f"{kind} in FROM is not supported yet")
 
     def _range_var(self, n: dict) -> tuple[p.Rel, Scope]:
         if n.get("catalogname"):
@@ -383,8 +384,7 @@ class Binder:
                                f'column "{shown}" must appear in the GROUP BY clause or be used in an '
                                "aggregate function")
             if isinstance(e, p.Subquery) and _refers_outward(e.rel, 1):
-                raise SqlError(FEATURE_NOT_SUPPORTED,
-                               "a correlated subquery in an aggregating query is not supported yet")
+                raise p.NotYet("a correlated subquery in an aggregating query is not supported yet")
             return None
 
         def rewrite(e: p.Expr) -> p.Expr:
@@ -408,7 +408,7 @@ class Binder:
         kind = node_type(node)
         handler = _EXPRESSIONS.get(kind)
         if handler is None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind} is not supported yet", position=_location(node))
+            raise p.NotYet(f"{kind} is not supported yet", position=_location(node))
         return handler(self, node[kind])
 
     def _column_ref(self, n: dict) -> p.Expr:
@@ -448,7 +448,7 @@ class Binder:
             return p.Literal(bool(n["boolval"].get("boolval", False)), coerce.BOOLEAN)
         if "sval" in n:
             return p.Literal(n["sval"]["sval"], coerce.UNKNOWN)
-        raise SqlError(FEATURE_NOT_SUPPORTED, "bit string constants are not supported", position=_pos(n))
+        raise p.NotYet("bit string constants are not supported", position=_pos(n))
 
     def _integer_at(self, location: int) -> int:
         """An integer constant's value from the statement text: libpg_query's JSON leaves
@@ -489,7 +489,7 @@ class Binder:
             inside = p.BoolOp(p.BoolKind.AND, (self._operator(">=", [x, lo], where),
                                                self._operator("<=", [x, hi], where)), coerce.BOOLEAN)
             return inside if kind == "AEXPR_BETWEEN" else p.BoolOp(p.BoolKind.NOT, (inside,), coerce.BOOLEAN)
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind.removeprefix('AEXPR_')} expressions are not supported yet",
+        raise p.NotYet(f"{kind.removeprefix('AEXPR_')} expressions are not supported yet",
                        position=where)
 
     def _in_list(self, n: dict, op: str, where: int | None) -> p.Expr:
@@ -573,9 +573,9 @@ class Binder:
         name, schema = parts[-1], (parts[-2] if len(parts) > 1 else None)
         where = _pos(n)
         if n.get("over") is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "window functions are not supported yet", position=where)
+            raise p.NotYet("window functions are not supported yet", position=where)
         if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_within_group"):
-            raise SqlError(FEATURE_NOT_SUPPORTED, "aggregate FILTER/ORDER BY is not supported yet", position=where)
+            raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
         overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")
                      and f.kind is not Kind.TABLE]
         level = self._levels[-1] if self._levels else None
@@ -613,7 +613,7 @@ class Binder:
         if func.kind is Kind.AGGREGATE:
             if bound and not any(_refers_at(a, 0) for a in bound) and any(_refers_outward(a, 1) for a in bound):
                 # PostgreSQL evaluates such an aggregate in the outer query that owns its columns.
-                raise SqlError(FEATURE_NOT_SUPPORTED, "an aggregate of an outer query's columns is not supported yet",
+                raise p.NotYet("an aggregate of an outer query's columns is not supported yet",
                                position=where)
             level.aggregates.append(p.AggCall(func, bound, bool(n.get("agg_distinct")), result))
             return _AggSlot(len(level.aggregates) - 1, result)
@@ -642,7 +642,7 @@ class Binder:
             assert isinstance(probe, p.OpCall)
             which = p.SubqueryKind.ANY if kind == "ANY_SUBLINK" else p.SubqueryKind.ALL
             return p.Subquery(which, rel, coerce.BOOLEAN, probe.args[0], probe.op)
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind} subqueries are not supported yet", position=_pos(n))
+        raise p.NotYet(f"{kind} subqueries are not supported yet", position=_pos(n))
 
 
 _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
@@ -771,7 +771,7 @@ def _output_index(node: Node, names_: list[str]) -> int | None:
 
 def _sort_key(index: int, sort: dict) -> p.SortKey:
     if sort.get("useOp"):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "ORDER BY USING is not supported")
+        raise p.NotYet("ORDER BY USING is not supported")
     descending = sort.get("sortby_dir") == "SORTBY_DESC"
     nulls = sort.get("sortby_nulls", "SORTBY_NULLS_DEFAULT")
     nulls_first = descending if nulls == "SORTBY_NULLS_DEFAULT" else nulls == "SORTBY_NULLS_FIRST"

@@ -18,7 +18,6 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN
 from planner.types import SqlType
@@ -27,9 +26,25 @@ from planner.types import SqlType
 TableName = Callable[[str], str]
 
 
-def to_spark(rel: p.Rel, table_name: TableName) -> str:
-    """The Spark SQL computing `rel`'s rows, columns named c0, c1, ... in order."""
-    return _Generator(table_name).query(rel).sql(dialect="spark")
+def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None) -> str:
+    """The Spark SQL computing `rel`'s rows, columns named c0, c1, ... in order; with
+    `output_types`, each column cast to its type's Spark form, so that the rows arrive
+    as the wire encoders expect them whatever type Spark's functions chose."""
+    query = _Generator(table_name).query(rel)
+    if output_types is not None:
+        query = _cast_outputs(query, output_types)
+    return query.sql(dialect="spark")
+
+
+def _cast_outputs(query: exp.Query, types: list[SqlType]) -> exp.Query:
+    if isinstance(query, exp.Select):
+        # In the outermost SELECT itself: wrapping it would put its ORDER BY in a subquery.
+        for item, t in zip(query.expressions, types, strict=True):
+            item.set("this", exp.Cast(this=item.this, to=exp.DataType.build(t.spark, dialect="spark")))
+        return query
+    alias = "t_out"
+    return exp.select(*(_as(exp.Cast(this=exp.column(f"c{i}", alias), to=exp.DataType.build(t.spark, dialect="spark")), i)
+                        for i, t in enumerate(types))).from_(query.subquery(alias))
 
 
 class _Generator:
@@ -71,7 +86,7 @@ class _Generator:
                 return op(this=self.query(left), expression=self.query(right), distinct=not all_)
             case p.TopK():
                 return self._top_k(rel, None)
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(rel).__name__} cannot run on Spark yet")
+        raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
 
     def _from(self, rel: p.Rel) -> tuple[exp.Expression | None, list[exp.Expression]]:
         """`rel` as a FROM item, and its columns as seen from the query reading it."""
@@ -128,6 +143,7 @@ class _Generator:
         args = [self.scalar(x, cols) for x in a.args]
         if a.func.name == "count" and not args:
             return exp.Count(this=exp.Star())
+        _check_template(a.func.name, a.func.spark, len(args))
         call = _template(a.func.spark, args)
         if a.distinct:
             call = _distinct_args(call)
@@ -170,7 +186,7 @@ class _Generator:
         """A LIMIT/OFFSET: Spark takes only an INT there."""
         if isinstance(e, p.Literal) and isinstance(e.value, int) and not isinstance(e.value, bool):
             if not 0 <= e.value < 2**31:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "LIMIT and OFFSET must be between 0 and 2147483647 here")
+                raise p.NotYet("LIMIT and OFFSET must be between 0 and 2147483647 here")
             return exp.Literal.number(e.value)
         return exp.Cast(this=self.scalar(e, []), to=exp.DataType.build("INT"))
 
@@ -185,10 +201,10 @@ class _Generator:
             case p.Literal(value=value, type=t):
                 return _literal(value, t)
             case p.Call(func=f, args=args):
-                if not f.spark or f.spark.startswith("<") or f.spark == "rewrite":
-                    raise SqlError(FEATURE_NOT_SUPPORTED, f"{f.name}() cannot run on Spark yet")
+                _check_template(f.name, f.spark, len(args))
                 return _template(f.spark, [self.scalar(a, cols) for a in args])
             case p.OpCall(op=op, args=args):
+                _check_template(op.name, op.spark, len(args))
                 return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
             case p.Cast(arg=arg, type=t):
                 return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(t.spark, dialect="spark"))
@@ -210,7 +226,7 @@ class _Generator:
                                     expressions=[self.scalar(a, cols) for a in args[1:]])
             case p.Subquery():
                 return self._subquery(e, cols)
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(e).__name__} cannot run on Spark yet")
+        raise p.NotYet(f"{type(e).__name__} cannot run on Spark yet")
 
     def _subquery(self, s: p.Subquery, cols: list[exp.Expression]) -> exp.Expression:
         self.outer.append(cols)
@@ -241,7 +257,9 @@ def _shift(e: p.Expr) -> p.Expr:
 
 
 def _as(e: exp.Expression, i: int) -> exp.Expression:
-    return exp.alias_(e, f"c{i}")
+    # Always an Alias node (alias_ would name a subquery in place), so that the output
+    # casts can wrap what it names.
+    return exp.Alias(this=e, alias=exp.to_identifier(f"c{i}"))
 
 
 def _literal(value, t: SqlType) -> exp.Expression:
@@ -271,6 +289,15 @@ def _decimal_type(d: Decimal) -> str:
     return f"DECIMAL({min(precision, 38)},{min(scale, 38)})"
 
 
+def _check_template(name: str, template: str, nargs: int) -> None:
+    """Refuse a catalog template that only illustrates the call: one that shows an
+    argument by a sample value (`date_trunc('day', {1})`, `lag({0}, 1)`), a JSON path
+    helper, or a value the server computes (`<...>`). The sqlglot path rewrites those."""
+    if (not template or template.startswith("<") or template == "rewrite" or "path(" in template
+            or any(f"{{{i}}}" not in template for i in range(nargs))):
+        raise p.NotYet(f"{name} is not covered by this front end yet")
+
+
 @lru_cache(maxsize=4096)
 def _parsed_template(template: str, nargs: int) -> exp.Expression:
     text = template
@@ -294,6 +321,6 @@ def _distinct_args(call: exp.Expression) -> exp.Expression:
     """count(DISTINCT x) and the like: the aggregate over distinct argument values."""
     agg = call if isinstance(call, exp.AggFunc) else call.find(exp.AggFunc)
     if agg is None:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT is not supported for this aggregate yet")
+        raise p.NotYet("DISTINCT is not supported for this aggregate yet")
     agg.set("this", exp.Distinct(expressions=[agg.this]))
     return call
