@@ -88,7 +88,6 @@ QUERIES = [
     "SELECT * FROM t1 JOIN t2 USING (a) JOIN t3 USING (a)",
     "SELECT * FROM t2, t2 AS x JOIN t1 USING (a)",
     "SELECT * FROM t1 NATURAL FULL JOIN t2",
-    "SELECT x.a, t1.b FROM t1 JOIN t2 USING (a) AS x",
     "SELECT * FROM t3, t1 FULL JOIN t2 ON t1.a = t2.a",
     # the SQLite corpus' shapes
     "SELECT col0 + col1 * 2, col2 - col0 FROM tab0 WHERE col1 > 5 OR col0 < 20",
