@@ -27,7 +27,7 @@ class BoundQuery:
 
 
 class _Relations:
-    """The user's tables, as the binder sees them; views, sources and system relations
+    """The user's tables and views, as the binder sees them; sources and system relations
     are not covered yet."""
 
     def __init__(self, catalog: Catalog, resolve: Resolver) -> None:
@@ -40,6 +40,10 @@ class _Relations:
         item = self.catalog.get(name)
         if item is None:
             return None
+        if item.kind == "view" and item.sql:
+            # A view is its query, bound here with the same catalog, inlined where it is named.
+            rel = bind.Binder(self, item.sql).query(pg_parse.parse_one(item.sql))
+            return bind.Relation(item.name, p.columns(rel), plan=rel)
         if item.kind != "table":
             raise p.NotYet(f"a {item.kind} is not covered by this front end yet")
         source = self.resolve(name)  # notes the read (and checks a source-fed table's errors)

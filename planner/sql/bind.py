@@ -39,6 +39,7 @@ class Relation:
     name: str  # the catalog's name for it, carried into `plan.Get`
     columns: tuple[p.Column, ...]
     schema: str = "public"
+    plan: p.Rel | None = None  # a view: its bound query, inlined where it is named
 
 
 class Catalog(Protocol):
@@ -70,6 +71,7 @@ class Binder:
     text: str = ""  # the statement's text: where the parse tree's locations point
     param_types: list[SqlType] = field(default_factory=list)
     _levels: list[_Level] = field(default_factory=list)
+    _ctes: list[dict[str, p.Rel]] = field(default_factory=list)  # WITH queries in scope, innermost last
 
     # -- queries --------------------------------------------------------------------------
 
@@ -81,8 +83,48 @@ class Binder:
         return self._select(node["SelectStmt"], outer=False)
 
     def _select(self, s: dict, outer: bool) -> p.Rel:
-        if s.get("withClause"):
-            raise p.NotYet("WITH is not supported yet by this binder")
+        if not s.get("withClause"):
+            return self._select_body(s)
+        self._ctes.append({})
+        try:
+            self._with(s["withClause"])
+            return self._select_body(s)
+        finally:
+            self._ctes.pop()
+
+    def _with(self, w: dict) -> None:
+        """Bind a WITH clause's queries, each seeing the ones before it."""
+        if w.get("recursive"):
+            raise p.NotYet("WITH RECURSIVE is not supported yet")
+        names_here = self._ctes[-1]
+        for item in w["ctes"]:
+            cte = item["CommonTableExpr"]
+            name = cte["ctename"]
+            if name in names_here:
+                raise SqlError(DUPLICATE_ALIAS, f'WITH query name "{name}" specified more than once',
+                               position=_pos(cte))
+            if node_type(cte["ctequery"]) != "SelectStmt":
+                raise p.NotYet("data-modifying statements in WITH are not supported yet")
+            rel = self._select(cte["ctequery"]["SelectStmt"], outer=False)
+            if _refers_outward(rel, 1):
+                raise p.NotYet("a WITH query referring to an outer query is not supported yet")
+            aliases = names(cte.get("aliascolnames"))
+            cols = p.columns(rel)
+            if len(aliases) > len(cols):
+                raise SqlError(INVALID_COLUMN_REFERENCE, f'WITH query "{name}" has {len(cols)} columns available '
+                                                         f"but {len(aliases)} columns specified", position=_pos(cte))
+            if aliases:
+                rel = p.Project(rel, tuple(range(len(cols))),
+                                tuple(aliases) + tuple(c.name for c in cols[len(aliases):]))
+            names_here[name] = rel
+
+    def _cte(self, name: str) -> p.Rel | None:
+        for scope in reversed(self._ctes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def _select_body(self, s: dict) -> p.Rel:
         if s.get("op", "SETOP_NONE") != "SETOP_NONE":
             rel = self._set_operation(s)
             return self._order_limit_of_output(rel, s)
@@ -219,12 +261,16 @@ class Binder:
         if n.get("catalogname"):
             raise SqlError(FEATURE_NOT_SUPPORTED, "cross-database references are not implemented")
         schema, name = n.get("schemaname"), n["relname"]
+        alias = n.get("alias")
+        cte = self._cte(name) if schema is None else None
+        if cte is not None:
+            return cte, _item_scope(alias["aliasname"] if alias else name, p.columns(cte),
+                                    alias.get("colnames") if alias else None)
         found = self.catalog.relation(schema, name)
         if found is None:
             shown = f"{schema}.{name}" if schema else name
             raise SqlError(UNDEFINED_TABLE, f'relation "{shown}" does not exist', position=_pos(n))
-        rel = p.Get(found.name, found.columns)
-        alias = n.get("alias")
+        rel = found.plan if found.plan is not None else p.Get(found.name, found.columns)
         if alias:
             return rel, _item_scope(alias["aliasname"], found.columns, alias.get("colnames"))
         scope = _item_scope(name, found.columns, None)

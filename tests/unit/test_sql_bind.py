@@ -117,3 +117,15 @@ def test_correlated_reference_counts_levels():
     assert sub.kind is p.SubqueryKind.EXISTS
     cond = sub.rel.input.input.predicate
     assert [(r.level, r.index) for r in cond.args] == [(0, 0), (1, 1)]
+
+
+def test_with_queries_are_scoped_and_named_once():
+    assert _shape("WITH w(x) AS (SELECT a FROM t1), v AS (SELECT x FROM w) SELECT * FROM v") == [("x", "integer")]
+    with pytest.raises(SqlError) as err:
+        _bind("WITH w AS (SELECT 1), w AS (SELECT 2) SELECT * FROM w")
+    assert (err.value.sqlstate, err.value.message) == ("42712", 'WITH query name "w" specified more than once')
+    with pytest.raises(SqlError) as err:
+        _bind("SELECT * FROM (WITH w AS (SELECT 1) SELECT * FROM w) s, w")
+    assert err.value.sqlstate == "42P01"  # a WITH query is visible only in its own query
+    with pytest.raises(p.NotYet):
+        _bind("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r")
