@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner import pg_parse
-from planner.sql import bind, spark_sql
+from planner.sql import bind, coerce, spark_sql
 from planner.sql import plan as p
 from planner.translate import Resolver, TableSource
 from planner.types import SqlType
@@ -51,16 +51,19 @@ class _Relations:
         return bind.Relation(source.spark_name, tuple(p.Column(c.name, c.type) for c in item.columns))
 
 
-def plan(text: str, catalog: Catalog, resolver_for) -> BoundQuery | None:
+def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, object] | None = None,
+         param_types: dict[int, SqlType] | None = None) -> BoundQuery | None:
     """The Spark SQL of a query, or None when this front end does not cover it yet.
 
     `resolver_for(views)` gives the coordinator's name resolver, noting reads in `views`."""
     views: dict[str, tuple[str, Item]] = {}
     try:
         node = pg_parse.parse_one(text)
-        rel = bind.Binder(_Relations(catalog, resolver_for(views)), text).query(node)
+        declared = param_types or {}
+        types = [declared.get(n, coerce.UNKNOWN) for n in range(1, max(declared, default=0) + 1)]
+        rel = bind.Binder(_Relations(catalog, resolver_for(views)), text, types).query(node)
         cols = p.columns(rel)
-        sql = spark_sql.to_spark(rel, lambda name: name, [c.type for c in cols])
+        sql = spark_sql.to_spark(rel, lambda name: name, [c.type for c in cols], param_values)
     except p.NotYet:
         return None
     return BoundQuery(sql, views, [c.name for c in cols], [c.type for c in cols])

@@ -263,7 +263,7 @@ class Session:
             out = rows_outcome([name], [(found,)], [BOOL])
             out.notices.extend(notices)
             return out
-        bound = self._bound(stmt, params)
+        bound = self._bound(stmt, params, ptypes)
         if bound is not None:
             result = await self.coord.query(bound.spark_sql, bound.views, self._read_ts(stmt.as_of),
                                             self.txn.overlay() if self.txn else None, group=self.group)
@@ -273,13 +273,14 @@ class Session:
                                         self.txn.overlay() if self.txn else None, group=self.group)
         return Outcome(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
 
-    def _bound(self, stmt: st.Query, params) -> bound_query.BoundQuery | None:
+    def _bound(self, stmt: st.Query, params, ptypes) -> bound_query.BoundQuery | None:
         """The query through the front end of our own, when the session asked for it and
-        it covers the query (parameters are not covered yet)."""
-        if self.settings.get("sql_frontend") != "postgres" or params or not stmt.text:
+        it covers the query."""
+        if self.settings.get("sql_frontend") != "postgres" or not stmt.text:
             return None
         return bound_query.plan(stmt.text, self.catalog,
-                                lambda views: self.coord.resolver(views, self._context(), self.catalog))
+                                lambda views: self.coord.resolver(views, self._context(), self.catalog),
+                                params, ptypes)
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement

@@ -10,7 +10,6 @@ operator calls expand the catalog's Spark template (`{0}`, `{1}`: the arguments)
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
@@ -18,19 +17,22 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
+from planner import params
+from planner.codecs.text_in import decode_text
 from planner.sql import plan as p
-from planner.sql.coerce import BOOLEAN
+from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.types import SqlType
 
 # Get.name → the Spark table or view that holds the relation's rows now.
 TableName = Callable[[str], str]
 
 
-def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None) -> str:
+def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
+             param_values: dict[int, object] | None = None) -> str:
     """The Spark SQL computing `rel`'s rows, columns named c0, c1, ... in order; with
     `output_types`, each column cast to its type's Spark form, so that the rows arrive
     as the wire encoders expect them whatever type Spark's functions chose."""
-    query = _Generator(table_name).query(rel)
+    query = _Generator(table_name, param_values or {}).query(rel)
     if output_types is not None:
         query = _cast_outputs(query, output_types)
     return query.sql(dialect="spark")
@@ -48,8 +50,9 @@ def _cast_outputs(query: exp.Query, types: list[SqlType]) -> exp.Query:
 
 
 class _Generator:
-    def __init__(self, table_name: TableName) -> None:
+    def __init__(self, table_name: TableName, param_values: dict[int, object]) -> None:
         self.table_name = table_name
+        self.param_values = param_values
         self.aliases = (f"t{i}" for i in itertools.count())
         self.outer: list[list[exp.Expression]] = []  # enclosing levels' input columns, innermost last
 
@@ -200,6 +203,11 @@ class _Generator:
                 return self.outer[-level][i].copy()
             case p.Literal(value=value, type=t):
                 return _literal(value, t)
+            case p.Param(number=n, type=t):
+                if n not in self.param_values:
+                    raise p.NotYet(f"no value for parameter ${n}")
+                t = TEXT if t == UNKNOWN else t
+                return _literal(_param_value(self.param_values[n], t), t)
             case p.Call(func=f, args=args):
                 _check_template(f.name, f.spark, len(args))
                 return _template(f.spark, [self.scalar(a, cols) for a in args])
@@ -263,22 +271,19 @@ def _as(e: exp.Expression, i: int) -> exp.Expression:
 
 
 def _literal(value, t: SqlType) -> exp.Expression:
-    spark_type = exp.DataType.build(t.spark, dialect="spark")
-    if value is None:
-        return exp.Cast(this=exp.Null(), to=spark_type)
-    if isinstance(value, bool):
-        return exp.Boolean(this=value)
-    if isinstance(value, int):
-        lit = exp.Literal.number(value)
-        return lit if t.base.name == "integer" else exp.Cast(this=lit, to=spark_type)
-    if isinstance(value, Decimal):
+    if isinstance(value, int) and not isinstance(value, bool) and t.base.name == "integer" and not t.is_array:
+        return exp.Literal.number(value)  # Spark's own type for it: INT
+    if isinstance(value, Decimal) and value.is_finite():
         return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(_decimal_type(value)))
-    if isinstance(value, float):
-        text = "NaN" if math.isnan(value) else (
-            ("Infinity" if value > 0 else "-Infinity") if math.isinf(value) else repr(value))
-        return exp.Cast(this=exp.Literal.string(text), to=spark_type)
-    lit = exp.Literal.string(value if isinstance(value, str) else str(value))
-    return lit if t.spark == "STRING" else exp.Cast(this=lit, to=spark_type)
+    return params.literal(value, t)
+
+
+def _param_value(value: object, t: SqlType) -> object:
+    """A parameter's value as `t`: one the client sent as text (its type left to the
+    server) is read by the type's input function, as PostgreSQL would."""
+    if isinstance(value, str) and t.spark != "STRING":
+        return decode_text(t, value.encode())
+    return value
 
 
 def _decimal_type(d: Decimal) -> str:

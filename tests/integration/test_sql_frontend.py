@@ -162,3 +162,14 @@ def test_same_errors_as_postgres(postgres, sql, sqlstate):
     with pytest.raises(Exception) as ours:
         bind.Binder(_Catalog(), sql).query(pg_parse.parse_one(sql))
     assert getattr(ours.value, "sqlstate", None) == sqlstate
+
+
+@pytest.mark.parametrize("sql, args", [
+    ("SELECT a, c FROM t1 WHERE b > %s AND c <> %s", (15, "z")),
+    ("SELECT %s::int + a, %s || c FROM t1", (5, "p-")),
+    ("SELECT count(*) FROM tab0 WHERE col0 IN (%s, %s)", (97, 15)),
+    # the sqlglot path would count 3: this answer shows the new front end ran it
+    ("SELECT count(*) FROM (tab0 AS a CROSS JOIN tab0 b) WHERE a.col0 > %s", (0,)),
+])
+def test_parameters(postgres, ours, sql, args):
+    assert _normal(ours.execute(sql, args).fetchall()) == _normal(postgres.execute(sql, args).fetchall())
