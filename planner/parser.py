@@ -148,7 +148,7 @@ def _query(text: str) -> st.Statement:
     tree = _sqlglot(pg_compat.preprocess(body))
     if not isinstance(tree, _QUERY_TYPES):
         raise SqlError(SYNTAX_ERROR, "syntax error: expected a query")
-    return st.Query(tree, as_of)
+    return st.Query(tree, as_of, body)
 
 
 def _split_as_of(text: str) -> tuple[str, exp.Expression | None]:

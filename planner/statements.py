@@ -27,6 +27,7 @@ class Statement:
 class Query(Statement):
     ast: exp.Expression
     as_of: exp.Expression | None = None  # Materialize's SELECT ... AS OF
+    text: str = ""  # the query as written, without AS OF: what planner.sql binds
 
 
 @dataclass(frozen=True)

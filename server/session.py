@@ -39,6 +39,7 @@ from planner.parser import parse_one
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
+    bound_query,
     copy_format,
     copy_load,
     copy_out,
@@ -263,10 +264,24 @@ class Session:
             found = self.signal(pid, terminate)
             notices = [] if found else [("WARNING", f"PID {pid} is not a PostgreSQL backend process")]
             return rows_outcome([name], [(found,)], [BOOL], notices=notices)
+        bound = self._bound(stmt, params, ptypes)
+        if bound is not None:
+            result = await self.coord.query(bound.spark_sql, bound.views, self._read_ts(stmt.as_of),
+                                            self.txn.overlay() if self.txn else None, group=self.group)
+            return Rows(f"SELECT {result.table.num_rows}", bound.names, bound.types, result.table)
         spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
         return Rows(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
+
+    def _bound(self, stmt: st.Query, params, ptypes) -> bound_query.BoundQuery | None:
+        """The query through the front end of our own, when the session asked for it and
+        it covers the query."""
+        if self.settings.get("sql_frontend") != "postgres" or not stmt.text:
+            return None
+        return bound_query.plan(stmt.text, self.catalog,
+                                lambda views: self.coord.resolver(views, self._context(), self.catalog),
+                                params, ptypes)
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement

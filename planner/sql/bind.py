@@ -1,0 +1,888 @@
+"""PostgreSQL's parse tree (pglast JSON) → a typed plan (`planner.sql.plan`).
+
+Names are resolved against our catalog with PostgreSQL's scoping rules (FROM items,
+USING/NATURAL joins, join aliases, correlated references to outer query levels);
+every function and operator is looked up in the function and operator catalogs and
+chosen by PostgreSQL's overload rules (`coerce`); errors are PostgreSQL's, with
+SQLSTATE and position. Nothing here knows Spark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from decimal import Decimal
+from typing import Any, Protocol
+
+from planner import functions, operators
+from planner.codecs.text_in import decode_text
+from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
+from planner.functions import Kind
+from planner.pg_parse import Node, names, node_type
+from planner.sql import coerce
+from planner.sql import plan as p
+from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, one
+from planner.types import SqlType, column_type
+
+GROUPING_ERROR = "42803"
+_INTEGER = re.compile(r"-?[ \t\n\r]*[0-9]+")
+CARDINALITY_VIOLATION = "21000"
+INVALID_COLUMN_REFERENCE = "42P10"
+DUPLICATE_ALIAS = "42712"
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A catalogued relation as the binder sees it."""
+
+    name: str  # the catalog's name for it, carried into `plan.Get`
+    columns: tuple[p.Column, ...]
+    schema: str = "public"
+    plan: p.Rel | None = None  # a view: its bound query, inlined where it is named
+
+
+class Catalog(Protocol):
+    def relation(self, schema: str | None, name: str) -> Relation | None:
+        """The relation `schema.name` (schema None: on the search path), or None."""
+
+
+@dataclass
+class _Level:
+    """One query level being bound: its FROM scope, and the aggregates its select list,
+    HAVING and ORDER BY call (None where aggregates are not allowed)."""
+
+    scope: Scope
+    aggregates: list[p.AggCall] | None = None
+    agg_context: str = ""  # where aggregates are refused: "WHERE", "JOIN conditions", ...
+
+
+@dataclass(frozen=True)
+class _AggSlot:
+    """An aggregate's place in the select list until the Reduce's columns are known."""
+
+    index: int
+    type: SqlType
+
+
+@dataclass
+class Binder:
+    catalog: Catalog
+    text: str = ""  # the statement's text: where the parse tree's locations point
+    param_types: list[SqlType] = field(default_factory=list)
+    _levels: list[_Level] = field(default_factory=list)
+    _ctes: list[dict[str, p.Rel]] = field(default_factory=list)  # WITH queries in scope, innermost last
+
+    # -- queries --------------------------------------------------------------------------
+
+    def query(self, node: Node) -> p.Rel:
+        """A SELECT (or VALUES, or set operation) statement's plan."""
+        kind = node_type(node)
+        if kind != "SelectStmt":
+            raise p.NotYet(f"{kind} is not a query")
+        return self._select(node["SelectStmt"], outer=False)
+
+    def _select(self, s: dict, outer: bool) -> p.Rel:
+        if not s.get("withClause"):
+            return self._select_body(s)
+        self._ctes.append({})
+        try:
+            self._with(s["withClause"])
+            return self._select_body(s)
+        finally:
+            self._ctes.pop()
+
+    def _with(self, w: dict) -> None:
+        """Bind a WITH clause's queries, each seeing the ones before it."""
+        if w.get("recursive"):
+            raise p.NotYet("WITH RECURSIVE is not supported yet")
+        names_here = self._ctes[-1]
+        for item in w["ctes"]:
+            cte = item["CommonTableExpr"]
+            name = cte["ctename"]
+            if name in names_here:
+                raise SqlError(DUPLICATE_ALIAS, f'WITH query name "{name}" specified more than once',
+                               position=_pos(cte))
+            if node_type(cte["ctequery"]) != "SelectStmt":
+                raise p.NotYet("data-modifying statements in WITH are not supported yet")
+            rel = self._select(cte["ctequery"]["SelectStmt"], outer=False)
+            if _refers_outward(rel, 1):
+                raise p.NotYet("a WITH query referring to an outer query is not supported yet")
+            aliases = names(cte.get("aliascolnames"))
+            cols = p.columns(rel)
+            if len(aliases) > len(cols):
+                raise SqlError(INVALID_COLUMN_REFERENCE, f'WITH query "{name}" has {len(cols)} columns available '
+                                                         f"but {len(aliases)} columns specified", position=_pos(cte))
+            if aliases:
+                rel = p.Project(rel, tuple(range(len(cols))),
+                                tuple(aliases) + tuple(c.name for c in cols[len(aliases):]))
+            names_here[name] = rel
+
+    def _cte(self, name: str) -> p.Rel | None:
+        for scope in reversed(self._ctes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def _select_body(self, s: dict) -> p.Rel:
+        if s.get("op", "SETOP_NONE") != "SETOP_NONE":
+            rel = self._set_operation(s)
+            return self._order_limit_of_output(rel, s)
+        if s.get("valuesLists"):
+            rel = self._values(s["valuesLists"])
+            return self._order_limit_of_output(rel, s)
+        return self._simple_select(s)
+
+    def _set_operation(self, s: dict) -> p.Rel:
+        kind = {"SETOP_UNION": p.SetKind.UNION, "SETOP_EXCEPT": p.SetKind.EXCEPT,
+                "SETOP_INTERSECT": p.SetKind.INTERSECT}[s["op"]]
+        left = self._select(s["larg"], outer=False)
+        right = self._select(s["rarg"], outer=False)
+        lcols, rcols = p.columns(left), p.columns(right)
+        word = kind.name
+        if len(lcols) != len(rcols):
+            raise SqlError(SYNTAX_ERROR, f"each {word} query must have the same number of columns")
+        types = [coerce.common_type([a.type, b.type], word) for a, b in zip(lcols, rcols, strict=True)]
+        left = _cast_columns(left, types)
+        right = _cast_columns(right, types)
+        return p.SetOp(kind, bool(s.get("all")), left, right)
+
+    def _values(self, lists: list[Node]) -> p.Rel:
+        rows = [[self.expr(e) for e in item["List"]["items"]] for item in lists]
+        width = len(rows[0])
+        if any(len(r) != width for r in rows):
+            raise SqlError(SYNTAX_ERROR, "VALUES lists must all be the same length")
+        types = [coerce.common_type([r[i].type for r in rows], "VALUES") for i in range(width)]
+        out = tuple(tuple(_coerce(e, t) for e, t in zip(r, types, strict=True)) for r in rows)
+        return p.Constant(out, tuple(p.Column(f"column{i + 1}", t) for i, t in enumerate(types)))
+
+    def _order_limit_of_output(self, rel: p.Rel, s: dict) -> p.Rel:
+        """ORDER BY / LIMIT of a set operation or VALUES: by output name or ordinal only."""
+        cols = p.columns(rel)
+        keys = []
+        for item in s.get("sortClause") or ():
+            sort = item["SortBy"]
+            index = _output_index(sort["node"], [c.name for c in cols])
+            if index is None:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "invalid UNION/INTERSECT/EXCEPT ORDER BY clause",
+                               detail="Only result column names can be used, not expressions or functions.",
+                               position=_location(sort["node"]))
+            keys.append(_sort_key(index, sort))
+        return self._top_k(rel, keys, s)
+
+    def _top_k(self, rel: p.Rel, keys: list[p.SortKey], s: dict) -> p.Rel:
+        limit = self._limit_expr(s.get("limitCount"), "LIMIT")
+        offset = self._limit_expr(s.get("limitOffset"), "OFFSET")
+        if not keys and limit is None and offset is None:
+            return rel
+        return p.TopK(rel, tuple(keys), limit, offset)
+
+    def _limit_expr(self, node: Node | None, clause: str) -> p.Expr | None:
+        if node is None or (node_type(node) == "A_Const" and node["A_Const"].get("isnull")):
+            return None
+        self._levels.append(_Level(Scope(), None, clause))
+        try:
+            e = self.expr(node)
+        finally:
+            self._levels.pop()
+        return _coerce(e, coerce.BIGINT, context=f"argument of {clause}")
+
+    def _simple_select(self, s: dict) -> p.Rel:
+        rel, scope = self._from(s.get("fromClause") or [])
+        level = _Level(scope)
+        self._levels.append(level)
+        try:
+            if s.get("whereClause") is not None:
+                level.agg_context = "WHERE"
+                rel = p.Filter(rel, self._condition(s["whereClause"], "WHERE"))
+            level.aggregates, level.agg_context = [], ""
+            targets = self._targets(s.get("targetList") or [], scope)
+            names = [n for n, _ in targets]
+            exprs = [e for _, e in targets]
+            group = self._group_keys(s.get("groupClause") or [], targets, level)
+            having = (self._condition(s["havingClause"], "HAVING")
+                      if s.get("havingClause") is not None else None)
+            distinct = s.get("distinctClause")
+            if distinct and distinct != [{}]:
+                raise p.NotYet("SELECT DISTINCT ON is not supported yet")
+            order, hidden = self._order_by(s.get("sortClause") or [], names, exprs, bool(distinct))
+            aggregated = group is not None or bool(level.aggregates) or having is not None
+            if aggregated:
+                rel, exprs, hidden, having = self._reduce(rel, scope, group or [], level.aggregates,
+                                                          exprs, hidden, having)
+                if having is not None:
+                    rel = p.Filter(rel, having)
+        finally:
+            self._levels.pop()
+        width = len(p.columns(rel))
+        rel = p.Map(rel, tuple(exprs) + tuple(hidden),
+                    tuple(names) + tuple(f"?order{i}" for i in range(len(hidden))))
+        outputs = tuple(range(width, width + len(exprs)))
+        if distinct:
+            rel = p.Distinct(p.Project(rel, outputs, tuple(names)))
+            return self._top_k(rel, order, s)
+        rel = self._top_k(rel, [replace(k, index=k.index + width) for k in order], s)
+        return p.Project(rel, outputs, tuple(names))
+
+    # -- FROM -----------------------------------------------------------------------------
+
+    def _from(self, items: list[Node]) -> tuple[p.Rel, Scope]:
+        if not items:
+            return p.Constant(((),), ()), Scope()
+        rel, scope = self._from_item(items[0])
+        for item in items[1:]:
+            right, rscope = self._from_item(item)
+            width = len(p.columns(rel))
+            scope = scope.combine(rscope.shifted(width), _location(item))
+            rel = p.Join(p.JoinKind.CROSS, rel, right, None)
+        return rel, scope
+
+    def _from_item(self, node: Node) -> tuple[p.Rel, Scope]:
+        kind, n = node_type(node), next(iter(node.values()))
+        if kind == "RangeVar":
+            return self._range_var(n)
+        if kind == "JoinExpr":
+            return self._join(n)
+        if kind == "RangeSubselect":
+            if n.get("lateral"):
+                raise p.NotYet("LATERAL is not supported yet")
+            alias = n.get("alias")
+            if alias is None:
+                raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
+            saved, self._levels = self._levels, []  # not LATERAL: outer levels are not visible
+            try:
+                rel = self._select(n["subquery"]["SelectStmt"], outer=False)
+            finally:
+                self._levels = saved
+            return rel, _item_scope(alias["aliasname"], p.columns(rel), alias.get("colnames"))
+        raise p.NotYet(f"{kind} in FROM is not supported yet")
+
+    def _range_var(self, n: dict) -> tuple[p.Rel, Scope]:
+        if n.get("catalogname"):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "cross-database references are not implemented")
+        schema, name = n.get("schemaname"), n["relname"]
+        alias = n.get("alias")
+        cte = self._cte(name) if schema is None else None
+        if cte is not None:
+            return cte, _item_scope(alias["aliasname"] if alias else name, p.columns(cte),
+                                    alias.get("colnames") if alias else None)
+        found = self.catalog.relation(schema, name)
+        if found is None:
+            shown = f"{schema}.{name}" if schema else name
+            raise SqlError(UNDEFINED_TABLE, f'relation "{shown}" does not exist', position=_pos(n))
+        rel = found.plan if found.plan is not None else p.Get(found.name, found.columns)
+        if alias:
+            return rel, _item_scope(alias["aliasname"], found.columns, alias.get("colnames"))
+        scope = _item_scope(name, found.columns, None)
+        return rel, Scope(tuple(replace(c, schema=found.schema) for c in scope.columns), scope.tables)
+
+    def _join(self, j: dict) -> tuple[p.Rel, Scope]:
+        left, lscope = self._from_item(j["larg"])
+        right, rscope = self._from_item(j["rarg"])
+        width = len(p.columns(left))
+        rscope = rscope.shifted(width)
+        scope = lscope.combine(rscope, None)
+        kind = {"JOIN_INNER": p.JoinKind.INNER, "JOIN_LEFT": p.JoinKind.LEFT,
+                "JOIN_RIGHT": p.JoinKind.RIGHT, "JOIN_FULL": p.JoinKind.FULL}[j["jointype"]]
+        using = names(j.get("usingClause"))
+        if j.get("isNatural"):
+            right_names = {c.name for c in rscope.columns if c.unqualified}
+            using = [c.name for c in lscope.columns if c.unqualified and c.name in right_names]
+        if using or j.get("isNatural"):
+            rel, scope = self._using_join(kind, left, right, lscope, rscope, using, j)
+        else:
+            on = None
+            if j.get("quals") is not None:
+                self._levels.append(_Level(scope, None, "JOIN conditions"))
+                try:
+                    on = self._condition(j["quals"], "JOIN/ON")
+                finally:
+                    self._levels.pop()
+            elif kind is p.JoinKind.INNER:
+                kind = p.JoinKind.CROSS
+            rel = p.Join(kind, left, right, on)
+        alias = j.get("alias")
+        if alias:
+            scope = scope.aliased(alias["aliasname"], names(alias.get("colnames")))
+        return rel, scope
+
+    def _using_join(self, kind: p.JoinKind, left: p.Rel, right: p.Rel, lscope: Scope, rscope: Scope,
+                    using: list[str], j: dict) -> tuple[p.Rel, Scope]:
+        conditions, merged, used_l, used_r = [], [], set(), set()
+        for name in using:
+            lc = _using_side(lscope, name, "left")
+            rc = _using_side(rscope, name, "right")
+            common = coerce.common_type([lc.type, rc.type], "JOIN/USING")
+            lref = _coerce(p.ColRef(0, lc.index, lc.type), common)
+            rref = _coerce(p.ColRef(0, rc.index, rc.type), common)
+            conditions.append(self._operator("=", [lref, rref], None))
+            merged.append({p.JoinKind.RIGHT: rref, p.JoinKind.FULL: p.Coalesce((lref, rref), common)}.get(
+                kind, lref))
+            used_l.add(lc.index)
+            used_r.add(rc.index)
+        on = conditions[0] if len(conditions) == 1 else p.BoolOp(p.BoolKind.AND, tuple(conditions),
+                                                                coerce.BOOLEAN) if conditions else None
+        if kind is p.JoinKind.INNER and on is None:
+            kind = p.JoinKind.CROSS
+        width = len(p.columns(left)) + len(p.columns(right))
+        rel = p.Map(p.Join(kind, left, right, on), tuple(merged), tuple(using))
+        alias = (j.get("join_using_alias") or {}).get("aliasname")
+        out = [ScopeColumn(alias, name, width + i, e.type) for i, (name, e) in enumerate(zip(using, merged,
+                                                                                          strict=True))]
+        for side, used in ((lscope, used_l), (rscope, used_r)):
+            out += [replace(c, unqualified=False, in_star=False) if c.index in used and c.unqualified else c
+                    for c in side.columns]
+        tables = lscope.tables + rscope.tables + ((alias,) if alias else ())
+        return rel, Scope(tuple(out), tables)
+
+    # -- the select list, GROUP BY, ORDER BY ------------------------------------------------
+
+    def _targets(self, targets: list[Node], scope: Scope) -> list[tuple[str, p.Expr]]:
+        out: list[tuple[str, p.Expr]] = []
+        for t in targets:
+            rt = t["ResTarget"]
+            val = rt["val"]
+            if node_type(val) == "ColumnRef" and "A_Star" in val["ColumnRef"]["fields"][-1]:
+                out += self._star(val["ColumnRef"], scope)
+                continue
+            out.append((rt.get("name") or _column_name(val), self.expr(val)))
+        return out
+
+    def _star(self, ref: dict, scope: Scope) -> list[tuple[str, p.Expr]]:
+        quals = names(ref["fields"][:-1])
+        if not quals:
+            cols = scope.star()
+            if not cols and not scope.columns:
+                raise SqlError(SYNTAX_ERROR, "SELECT * with no tables specified is not valid",
+                               position=_pos(ref))
+        else:
+            table, schema = quals[-1], (quals[-2] if len(quals) > 1 else None)
+            if not scope.has_table(table, schema):
+                raise SqlError(UNDEFINED_TABLE, f'missing FROM-clause entry for table "{table}"',
+                               position=_pos(ref))
+            cols = scope.star(table, schema)
+        return [(c.name, p.ColRef(0, c.index, c.type)) for c in cols]
+
+    def _group_keys(self, items: list[Node], targets: list[tuple[str, p.Expr]],
+                    level: _Level) -> list[p.Expr] | None:
+        if not items:
+            return None
+        keys: list[p.Expr] = []
+        saved, level.aggregates, level.agg_context = level.aggregates, None, "GROUP BY"
+        try:
+            for item in items:
+                index = _ordinal(item, len(targets), "GROUP BY")
+                if index is None and node_type(item) == "ColumnRef":
+                    fields_ = names(item["ColumnRef"]["fields"])
+                    if len(fields_) == 1 and not level.scope.find(fields_[0]):
+                        matches = [i for i, (n, _) in enumerate(targets) if n == fields_[0]]
+                        index = matches[0] if matches else None
+                expr = targets[index][1] if index is not None else self.expr(item)
+                if p.contains(expr, _AggSlot):
+                    raise SqlError(GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY",
+                                   position=_location(item))
+                if expr not in keys:
+                    keys.append(expr)
+        finally:
+            level.aggregates, level.agg_context = saved, ""
+        return keys
+
+    def _order_by(self, items: list[Node], names_: list[str], exprs: list[p.Expr],
+                  distinct: bool) -> tuple[list[p.SortKey], list[p.Expr]]:
+        """Sort keys over (the input's columns, the select list, hidden ORDER BY columns):
+        indices are relative to the select list; hidden expressions follow it."""
+        keys, hidden = [], []
+        for item in items:
+            sort = item["SortBy"]
+            node = sort["node"]
+            index = _output_index(node, names_)
+            if index is None:
+                expr = self.expr(node)
+                if expr in exprs:
+                    index = exprs.index(expr)
+                elif distinct:
+                    raise SqlError(INVALID_COLUMN_REFERENCE,
+                                   "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                                   position=_location(node))
+                else:
+                    hidden.append(expr)
+                    index = len(exprs) + len(hidden) - 1
+            keys.append(_sort_key(index, sort))
+        return keys, hidden
+
+    def _reduce(self, rel: p.Rel, scope: Scope, keys: list[p.Expr], aggs: list[p.AggCall],
+                exprs: list[p.Expr], hidden: list[p.Expr], having: p.Expr | None):
+        """The Reduce, and the select list, ORDER BY and HAVING re-expressed over its columns;
+        a bare input column that is not a key is PostgreSQL's 42803."""
+        n = len(keys)
+        names_ = tuple(f"?key{i}" for i in range(n)) + tuple(a.func.name for a in aggs)
+        reduce = p.Reduce(rel, tuple(keys), tuple(aggs), names_)
+
+        def over_reduce(e: p.Expr) -> p.Expr:
+            if e in keys:
+                return p.ColRef(0, keys.index(e), e.type)
+            if isinstance(e, _AggSlot):
+                return p.ColRef(0, n + e.index, e.type)
+            if isinstance(e, p.ColRef) and e.level == 0:
+                col = next((c for c in scope.columns if c.index == e.index), None)
+                shown = f"{col.table}.{col.name}" if col and col.table else (col.name if col else "?")
+                raise SqlError(GROUPING_ERROR,
+                               f'column "{shown}" must appear in the GROUP BY clause or be used in an '
+                               "aggregate function")
+            if isinstance(e, p.Subquery) and _refers_outward(e.rel, 1):
+                raise p.NotYet("a correlated subquery in an aggregating query is not supported yet")
+            return None
+
+        def rewrite(e: p.Expr) -> p.Expr:
+            return p.transform(e, over_reduce)
+
+        return (reduce, [rewrite(e) for e in exprs], [rewrite(e) for e in hidden],
+                rewrite(having) if having is not None else None)
+
+    # -- expressions ---------------------------------------------------------------------
+
+    def _condition(self, node: Node, clause: str) -> p.Expr:
+        e = self.expr(node)
+        if e.type == coerce.UNKNOWN:
+            return _coerce(e, coerce.BOOLEAN)
+        if e.type != coerce.BOOLEAN:
+            raise SqlError("42804", f"argument of {clause} must be type boolean, not type {e.type.display()}",
+                           position=_location(node))
+        return e
+
+    def expr(self, node: Node) -> p.Expr:
+        kind = node_type(node)
+        handler = _EXPRESSIONS.get(kind)
+        if handler is None:
+            raise p.NotYet(f"{kind} is not supported yet", position=_location(node))
+        return handler(self, node[kind])
+
+    def _column_ref(self, n: dict) -> p.Expr:
+        parts = names(n["fields"])
+        if len(parts) > 4 or len(parts) != len(n["fields"]):
+            raise SqlError(SYNTAX_ERROR, "improper qualified name (too many dotted names)", position=_pos(n))
+        if len(parts) == 4:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "cross-database references are not implemented",
+                           position=_pos(n))
+        name = parts[-1]
+        table = parts[-2] if len(parts) > 1 else None
+        schema = parts[-3] if len(parts) > 2 else None
+        text = ".".join(parts)
+        for depth, level in enumerate(reversed(self._levels)):
+            if table is not None and not level.scope.has_table(table, schema):
+                continue
+            found = one(level.scope.find(name, table, schema), text, _pos(n))
+            if found is not None:
+                return p.ColRef(depth, found.index, found.type)
+            if table is not None:
+                raise SqlError(UNDEFINED_COLUMN, f"column {text} does not exist", position=_pos(n))
+        if table is not None:
+            raise SqlError(UNDEFINED_TABLE, f'missing FROM-clause entry for table "{table}"', position=_pos(n))
+        raise SqlError(UNDEFINED_COLUMN, f'column "{name}" does not exist', position=_pos(n))
+
+    def _const(self, n: dict) -> p.Expr:
+        if n.get("isnull"):
+            return p.Literal(None, coerce.UNKNOWN)
+        if "ival" in n:
+            value = n["ival"].get("ival") if n["ival"] else self._integer_at(n.get("location", -1))
+            return p.Literal(value, coerce.literal_type(value))
+        if "fval" in n:
+            text = n["fval"]["fval"]
+            value: Any = int(text) if text.lstrip("-").isdigit() else Decimal(text)
+            return p.Literal(value, coerce.literal_type(value))
+        if "boolval" in n:
+            return p.Literal(bool(n["boolval"].get("boolval", False)), coerce.BOOLEAN)
+        if "sval" in n:
+            return p.Literal(n["sval"]["sval"], coerce.UNKNOWN)
+        raise p.NotYet("bit string constants are not supported", position=_pos(n))
+
+    def _integer_at(self, location: int) -> int:
+        """An integer constant's value from the statement text: libpg_query's JSON leaves
+        out an `ival` that is zero or negative (`-1` arrives as `{"ival": {}}`)."""
+        m = _INTEGER.match(self.text, location) if location >= 0 else None
+        return int(m.group(0).replace(" ", "")) if m else 0
+
+    def _param(self, n: dict) -> p.Expr:
+        number = n["number"]
+        if number < 1:
+            raise SqlError("42P02", f"there is no parameter ${number}", position=_pos(n))
+        while len(self.param_types) < number:
+            self.param_types.append(coerce.UNKNOWN)
+        return p.Param(number, self.param_types[number - 1])
+
+    def _a_expr(self, n: dict) -> p.Expr:
+        kind = n["kind"]
+        op = names(n.get("name"))[-1] if n.get("name") else ""
+        where = _pos(n)
+        if kind == "AEXPR_OP":
+            args = ([self.expr(n["lexpr"])] if n.get("lexpr") is not None else []) + [self.expr(n["rexpr"])]
+            return self._operator(op, args, where)
+        if kind in ("AEXPR_LIKE", "AEXPR_ILIKE"):
+            return self._operator(op, [self.expr(n["lexpr"]), self.expr(n["rexpr"])], where)
+        if kind == "AEXPR_IN":
+            return self._in_list(n, op, where)
+        if kind in ("AEXPR_DISTINCT", "AEXPR_NOT_DISTINCT"):
+            return self._distinct_from(self.expr(n["lexpr"]), self.expr(n["rexpr"]),
+                                       kind == "AEXPR_DISTINCT", where)
+        if kind == "AEXPR_NULLIF":
+            a, b = self.expr(n["lexpr"]), self.expr(n["rexpr"])
+            t = coerce.common_type([a.type, b.type], "NULLIF")
+            equal = self._operator("=", [a, b], where)
+            return p.Case(((equal, p.Literal(None, t)),), _coerce(a, t), t)
+        if kind in ("AEXPR_BETWEEN", "AEXPR_NOT_BETWEEN"):
+            x = self.expr(n["lexpr"])
+            lo, hi = (self.expr(e) for e in n["rexpr"]["List"]["items"])
+            inside = p.BoolOp(p.BoolKind.AND, (self._operator(">=", [x, lo], where),
+                                               self._operator("<=", [x, hi], where)), coerce.BOOLEAN)
+            return inside if kind == "AEXPR_BETWEEN" else p.BoolOp(p.BoolKind.NOT, (inside,), coerce.BOOLEAN)
+        raise p.NotYet(f"{kind.removeprefix('AEXPR_')} expressions are not supported yet",
+                       position=where)
+
+    def _in_list(self, n: dict, op: str, where: int | None) -> p.Expr:
+        x = self.expr(n["lexpr"])
+        items = [self.expr(e) for e in n["rexpr"]["List"]["items"]]
+        t = coerce.common_type([x.type] + [i.type for i in items], "IN")
+        tests = tuple(self._operator("=", [_coerce(x, t), _coerce(i, t)], where) for i in items)
+        any_ = tests[0] if len(tests) == 1 else p.BoolOp(p.BoolKind.OR, tests, coerce.BOOLEAN)
+        return any_ if op == "=" else p.BoolOp(p.BoolKind.NOT, (any_,), coerce.BOOLEAN)
+
+    def _distinct_from(self, a: p.Expr, b: p.Expr, distinct: bool, where: int | None) -> p.Expr:
+        """`a IS [NOT] DISTINCT FROM b`: equality where NULL equals NULL, never NULL itself."""
+        equal = self._operator("=", [a, b], where)
+        both_null = p.BoolOp(p.BoolKind.AND, (p.IsNull(a, False, coerce.BOOLEAN),
+                                               p.IsNull(b, False, coerce.BOOLEAN)), coerce.BOOLEAN)
+        same = p.Case(((p.IsNull(equal, True, coerce.BOOLEAN), equal),), both_null, coerce.BOOLEAN)
+        return p.BoolOp(p.BoolKind.NOT, (same,), coerce.BOOLEAN) if distinct else same
+
+    def _operator(self, name: str, args: list[p.Expr], where: int | None) -> p.Expr:
+        overloads = operators.overloads(name)
+        if not overloads:
+            shown = f"{name} {args[0].type.display()}" if len(args) == 1 else (
+                f"{args[0].type.display()} {name} {args[1].type.display()}")
+            raise SqlError("42883", f"operator does not exist: {shown}", position=where)
+        try:
+            op = coerce.resolve_operator(name, overloads, [a.type for a in args])
+        except SqlError as err:
+            err.position = where
+            raise
+        params = ((op.left,) if op.left else ()) + (op.right,)
+        bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
+        return p.OpCall(op, bound, coerce.result_type(op.result, params, [a.type for a in bound]))
+
+    def _bool_expr(self, n: dict) -> p.Expr:
+        kind = {"AND_EXPR": p.BoolKind.AND, "OR_EXPR": p.BoolKind.OR, "NOT_EXPR": p.BoolKind.NOT}[n["boolop"]]
+        args = tuple(self._condition(a, kind.name) for a in n["args"])
+        return p.BoolOp(kind, args, coerce.BOOLEAN)
+
+    def _null_test(self, n: dict) -> p.Expr:
+        return p.IsNull(self.expr(n["arg"]), n["nulltesttype"] == "IS_NOT_NULL", coerce.BOOLEAN)
+
+    def _boolean_test(self, n: dict) -> p.Expr:
+        x = self._condition(n["arg"], n["booltesttype"].replace("_", " "))
+        test = n["booltesttype"]
+        false = p.Literal(False, coerce.BOOLEAN)
+        if test in ("IS_UNKNOWN", "IS_NOT_UNKNOWN"):
+            return p.IsNull(x, test == "IS_NOT_UNKNOWN", coerce.BOOLEAN)
+        value = x if test in ("IS_TRUE", "IS_NOT_TRUE") else p.BoolOp(p.BoolKind.NOT, (x,), coerce.BOOLEAN)
+        holds = p.Coalesce((value, false), coerce.BOOLEAN)
+        return holds if test in ("IS_TRUE", "IS_FALSE") else p.BoolOp(p.BoolKind.NOT, (holds,), coerce.BOOLEAN)
+
+    def _case(self, n: dict) -> p.Expr:
+        subject = self.expr(n["arg"]) if n.get("arg") is not None else None
+        conditions, results = [], []
+        for w in n["args"]:
+            when = w["CaseWhen"]
+            if subject is not None:
+                conditions.append(self._operator("=", [subject, self.expr(when["expr"])], _pos(when)))
+            else:
+                conditions.append(self._condition(when["expr"], "CASE/WHEN"))
+            results.append(self.expr(when["result"]))
+        default = self.expr(n["defresult"]) if n.get("defresult") is not None else p.Literal(None, coerce.UNKNOWN)
+        t = coerce.common_type([r.type for r in results] + [default.type], "CASE")
+        whens = tuple((c, _coerce(r, t)) for c, r in zip(conditions, results, strict=True))
+        return p.Case(whens, _coerce(default, t), t)
+
+    def _coalesce(self, n: dict) -> p.Expr:
+        args = [self.expr(a) for a in n["args"]]
+        t = coerce.common_type([a.type for a in args], "COALESCE")
+        return p.Coalesce(tuple(_coerce(a, t) for a in args), t)
+
+    def _type_cast(self, n: dict) -> p.Expr:
+        target = _type_name(n["typeName"])
+        arg = self.expr(n["arg"])
+        if isinstance(arg, p.Literal) and arg.type == coerce.UNKNOWN:
+            return _typed_literal(arg, target)
+        return p.Cast(arg, target) if arg.type != target else arg
+
+    def _func_call(self, n: dict) -> p.Expr:
+        parts = names(n["funcname"])
+        name, schema = parts[-1], (parts[-2] if len(parts) > 1 else None)
+        where = _pos(n)
+        if n.get("over") is not None:
+            raise p.NotYet("window functions are not supported yet", position=where)
+        if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_within_group"):
+            raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
+        overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")
+                     and f.kind is not Kind.TABLE]
+        level = self._levels[-1] if self._levels else None
+        star = bool(n.get("agg_star"))
+        is_agg = any(f.kind is Kind.AGGREGATE for f in overloads)
+        if is_agg and (level is None or level.aggregates is None):
+            context = level.agg_context if level else "this context"
+            if not context:
+                raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested", position=where)
+            raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {context}", position=where)
+        if is_agg:
+            collected, level.aggregates = level.aggregates, None
+            try:
+                args = [] if star else [self.expr(a) for a in n.get("args") or ()]
+            finally:
+                level.aggregates = collected
+        else:
+            args = [self.expr(a) for a in n.get("args") or ()]
+        if star and not is_agg:
+            raise SqlError(SYNTAX_ERROR, f"{name}(*) specified, but {name} is not an aggregate function",
+                           position=where)
+        if not overloads:
+            shown = ", ".join(a.type.display() for a in args)
+            raise SqlError("42883", f"function {name}({shown}) does not exist", position=where,
+                           hint="No function matches the given name and argument types. "
+                                "You might need to add explicit type casts.")
+        try:
+            func = coerce.resolve_function(name, overloads, [a.type for a in args])
+        except SqlError as err:
+            err.position = where
+            raise
+        params = coerce._expand(func, len(args))
+        bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
+        result = coerce.result_type(func.result, params, [a.type for a in bound])
+        if func.kind is Kind.AGGREGATE:
+            if bound and not any(_refers_at(a, 0) for a in bound) and any(_refers_outward(a, 1) for a in bound):
+                # PostgreSQL evaluates such an aggregate in the outer query that owns its columns.
+                raise p.NotYet("an aggregate of an outer query's columns is not supported yet",
+                               position=where)
+            level.aggregates.append(p.AggCall(func, bound, bool(n.get("agg_distinct")), result))
+            return _AggSlot(len(level.aggregates) - 1, result)
+        return p.Call(func, bound, result)
+
+    def _sub_link(self, n: dict) -> p.Expr:
+        kind = n["subLinkType"]
+        select = n["subselect"]["SelectStmt"]
+        saved_aggs = self._levels[-1].aggregates if self._levels else None
+        rel = self._select(select, outer=True)
+        if self._levels:
+            self._levels[-1].aggregates = saved_aggs
+        cols = p.columns(rel)
+        if kind == "EXISTS_SUBLINK":
+            return p.Subquery(p.SubqueryKind.EXISTS, rel, coerce.BOOLEAN)
+        if kind == "EXPR_SUBLINK":
+            if len(cols) != 1:
+                raise SqlError(SYNTAX_ERROR, "subquery must return only one column", position=_pos(n))
+            return p.Subquery(p.SubqueryKind.SCALAR, rel, cols[0].type)
+        if kind in ("ANY_SUBLINK", "ALL_SUBLINK"):
+            if len(cols) != 1:
+                raise SqlError(SYNTAX_ERROR, "subquery has too many columns", position=_pos(n))
+            lhs = self.expr(n["testexpr"])
+            op_name = names(n.get("operName"))[-1] if n.get("operName") else "="
+            probe = self._operator(op_name, [lhs, p.ColRef(0, 0, cols[0].type)], _pos(n))
+            assert isinstance(probe, p.OpCall)
+            which = p.SubqueryKind.ANY if kind == "ANY_SUBLINK" else p.SubqueryKind.ALL
+            return p.Subquery(which, rel, coerce.BOOLEAN, probe.args[0], probe.op)
+        raise p.NotYet(f"{kind} subqueries are not supported yet", position=_pos(n))
+
+
+_EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
+    "ColumnRef": Binder._column_ref,
+    "A_Const": Binder._const,
+    "ParamRef": Binder._param,
+    "A_Expr": Binder._a_expr,
+    "BoolExpr": Binder._bool_expr,
+    "NullTest": Binder._null_test,
+    "BooleanTest": Binder._boolean_test,
+    "CaseExpr": Binder._case,
+    "CoalesceExpr": Binder._coalesce,
+    "TypeCast": Binder._type_cast,
+    "FuncCall": Binder._func_call,
+    "SubLink": Binder._sub_link,
+}
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def _pos(n: dict) -> int | None:
+    loc = n.get("location", -1)
+    return loc + 1 if loc is not None and loc >= 0 else None
+
+
+def _location(node: Node) -> int | None:
+    inner = next(iter(node.values())) if isinstance(node, dict) and len(node) == 1 else node
+    return _pos(inner) if isinstance(inner, dict) else None
+
+
+def _item_scope(name: str, cols: Sequence[p.Column], colnames: list[Node] | None) -> Scope:
+    aliases = names(colnames)
+    if len(aliases) > len(cols):
+        raise SqlError("42P10", f'table "{name}" has {len(cols)} columns available but '
+                                f'{len(aliases)} columns specified')
+    out = tuple(ScopeColumn(name, aliases[i] if i < len(aliases) else c.name, i, c.type)
+                for i, c in enumerate(cols))
+    return Scope(out, (name,))
+
+
+def _using_side(scope: Scope, name: str, side: str) -> ScopeColumn:
+    found = scope.find(name)
+    if len(found) > 1:
+        raise SqlError("42702", f'common column name "{name}" appears more than once in {side} table')
+    if not found:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{name}" specified in USING clause does not exist in '
+                                         f"{side} table")
+    return found[0]
+
+
+def _type_name(t: dict) -> SqlType:
+    parts = names(t.get("names"))
+    name = parts[-1]
+    mods = []
+    for m in t.get("typmods") or ():
+        const = m.get("A_Const", {})
+        if "ival" not in const:
+            raise SqlError(SYNTAX_ERROR, "type modifiers must be simple constants")
+        mods.append(const["ival"].get("ival", 0))
+    name = {"int4": "integer", "int8": "bigint", "int2": "smallint", "float8": "double precision",
+            "float4": "real", "bool": "boolean", "bpchar": "character", "varchar": "character varying",
+            "timestamptz": "timestamp with time zone", "timestamp": "timestamp without time zone",
+            "numeric": "numeric"}.get(name, name)
+    return column_type(name, tuple(mods), bool(t.get("arrayBounds")))
+
+
+def _column_name(node: Node) -> str:
+    """The name PostgreSQL gives an unnamed select-list column (FigureColname)."""
+    kind = node_type(node)
+    n = node[kind]
+    if kind == "ColumnRef":
+        last = n["fields"][-1]
+        return last["String"]["sval"] if "String" in last else "?column?"
+    if kind == "FuncCall":
+        return names(n["funcname"])[-1]
+    if kind == "TypeCast":
+        inner = _column_name(n["arg"])
+        if inner != "?column?":
+            return inner
+        return _TYPE_COLUMN_NAMES.get(names(n["typeName"]["names"])[-1], names(n["typeName"]["names"])[-1])
+    if kind == "CaseExpr":
+        return "case"
+    if kind == "CoalesceExpr":
+        return "coalesce"
+    if kind == "A_Expr" and n["kind"] == "AEXPR_NULLIF":
+        return "nullif"
+    if kind == "SubLink":
+        if n["subLinkType"] == "EXISTS_SUBLINK":
+            return "exists"
+        if n["subLinkType"] == "EXPR_SUBLINK":
+            targets = n["subselect"]["SelectStmt"].get("targetList") or []
+            if targets:
+                return targets[0]["ResTarget"].get("name") or _column_name(targets[0]["ResTarget"]["val"])
+    return "?column?"
+
+
+_TYPE_COLUMN_NAMES = {"integer": "int4", "bigint": "int8", "smallint": "int2", "boolean": "bool",
+                      "real": "float4", "double precision": "float8"}
+
+
+def _ordinal(node: Node, width: int, clause: str) -> int | None:
+    if node_type(node) != "A_Const" or "ival" not in node["A_Const"]:
+        return None
+    k = node["A_Const"]["ival"].get("ival", 0)
+    if not 1 <= k <= width:
+        raise SqlError(INVALID_COLUMN_REFERENCE, f"{clause} position {k} is not in select list",
+                       position=_location(node))
+    return k - 1
+
+
+def _output_index(node: Node, names_: list[str]) -> int | None:
+    """An ORDER BY item naming an output column: its ordinal or its (unqualified) name."""
+    index = _ordinal(node, len(names_), "ORDER BY")
+    if index is not None:
+        return index
+    if node_type(node) == "ColumnRef":
+        parts = names(node["ColumnRef"]["fields"])
+        if len(parts) == 1 and len(node["ColumnRef"]["fields"]) == 1:
+            matches = [i for i, n in enumerate(names_) if n == parts[0]]
+            if len(matches) > 1:
+                raise SqlError("42702", f'ORDER BY "{parts[0]}" is ambiguous', position=_location(node))
+            if matches:
+                return matches[0]
+    return None
+
+
+def _sort_key(index: int, sort: dict) -> p.SortKey:
+    if sort.get("useOp"):
+        raise p.NotYet("ORDER BY USING is not supported")
+    descending = sort.get("sortby_dir") == "SORTBY_DESC"
+    nulls = sort.get("sortby_nulls", "SORTBY_NULLS_DEFAULT")
+    nulls_first = descending if nulls == "SORTBY_NULLS_DEFAULT" else nulls == "SORTBY_NULLS_FIRST"
+    return p.SortKey(index, descending, nulls_first)
+
+
+def _coerce(e: p.Expr, target: SqlType, context: str | None = None) -> p.Expr:
+    """`e` as `target`, by an implicit cast (an unknown literal takes the type outright)."""
+    if e.type == target or (e.type.base == target.base and e.type.is_array == target.is_array
+                            and target.typmod < 0):
+        return e
+    if not coerce.can_coerce(e.type, target):
+        what = f"{context} must be type {target.display()}, not type {e.type.display()}" if context else (
+            f"cannot cast type {e.type.display()} to {target.display()} implicitly")
+        raise SqlError("42804", what)
+    if isinstance(e, p.Literal) and e.type == coerce.UNKNOWN:
+        return _typed_literal(e, target)
+    if isinstance(e, p.Param) and e.type == coerce.UNKNOWN:
+        return p.Param(e.number, target)
+    return p.Cast(e, target)
+
+
+def _typed_literal(e: p.Literal, target: SqlType) -> p.Literal:
+    """An unknown literal given its type: read by the type's input function now, as
+    PostgreSQL does (so `'x'::integer` is 22P02 before anything runs)."""
+    if e.value is None:
+        return p.Literal(None, target)
+    return p.Literal(decode_text(target, str(e.value).encode()), target)
+
+
+def _coerce_param(e: p.Expr, param: str) -> p.Expr:
+    """An argument as the catalog signature's parameter type (polymorphic ones as given;
+    an unknown literal for a polymorphic parameter as text)."""
+    if param in coerce._POLYMORPHIC:
+        return _coerce(e, coerce.TEXT) if e.type == coerce.UNKNOWN else e
+    return _coerce(e, coerce.named(param))
+
+
+def _cast_columns(rel: p.Rel, types: list[SqlType]) -> p.Rel:
+    cols = p.columns(rel)
+    if all(c.type == t for c, t in zip(cols, types, strict=True)):
+        return rel
+    width = len(cols)
+    exprs = tuple(_coerce(p.ColRef(0, i, c.type), t) for i, (c, t) in enumerate(zip(cols, types, strict=True)))
+    return p.Project(p.Map(rel, exprs, tuple(c.name for c in cols)), tuple(range(width, 2 * width)),
+                     tuple(c.name for c in cols))
+
+
+def _refers_at(e: Any, level: int) -> bool:
+    """Whether an expression refers to a column of exactly query level `level` (0: its own)."""
+    if isinstance(e, p.ColRef):
+        return e.level == level
+    if isinstance(e, p.Subquery):
+        return _refers_at(e.rel, level + 1) or (e.lhs is not None and _refers_at(e.lhs, level))
+    if not is_dataclass(e) or isinstance(e, (SqlType, functions.Function, operators.Operator, p.Column)):
+        return False
+    return any(_refers_at(c, level) for f in fields(e) for c in p.children(getattr(e, f.name)))
+
+
+def _refers_outward(rel: Any, level: int) -> bool:
+    """Whether a subquery's plan refers to a column `level` query levels out."""
+    if isinstance(rel, p.ColRef):
+        return rel.level >= level
+    if isinstance(rel, p.Subquery):
+        return _refers_outward(rel.rel, level + 1) or (rel.lhs is not None and _refers_outward(rel.lhs, level))
+    if not is_dataclass(rel) or isinstance(rel, (SqlType, functions.Function, operators.Operator, p.Column)):
+        return False
+    return any(_refers_outward(c, level) for f in fields(rel) for c in p.children(getattr(rel, f.name)))

@@ -1,0 +1,290 @@
+"""PostgreSQL's typing rules, over the types and catalogs sparkwire has.
+
+What PostgreSQL's parse_coerce.c, parse_func.c and parse_oper.c decide, reduced to
+our types: which casts apply implicitly, what type a literal has, which overload of
+a function or operator a call means (PostgreSQL's documented algorithm, "Type
+Conversion" chapter 10.2/10.3), and the common type of UNION/CASE/COALESCE branches
+(10.5). Pure: no catalog of relations, no Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from planner.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, SqlError
+from planner.functions import Function
+from planner.operators import Operator
+from planner.types import BY_NAME, PgType, SqlType, lookup
+
+AMBIGUOUS_FUNCTION = "42725"
+
+# A string literal or NULL before context gives it a type (PostgreSQL's `unknown`, OID 705).
+UNKNOWN = SqlType(PgType("unknown", 705, -2, "STRING", 0))
+
+
+def named(name: str) -> SqlType:
+    """A catalog's type name (`integer`, `text[]`) as a SqlType."""
+    is_array = name.endswith("[]")
+    base = lookup(name.removesuffix("[]"))
+    if base is None:
+        raise KeyError(name)
+    return SqlType(base, -1, is_array)
+
+
+BOOLEAN = named("boolean")
+INTEGER = named("integer")
+BIGINT = named("bigint")
+NUMERIC = named("numeric")
+TEXT = named("text")
+DOUBLE = named("double precision")
+
+# pg_type.typcategory and typispreferred of our types.
+_CATEGORY = {
+    "smallint": "N", "integer": "N", "bigint": "N", "numeric": "N", "real": "N",
+    "double precision": "N", "oid": "N",
+    "text": "S", "character varying": "S", "character": "S", "name": "S", "char": "Z",
+    "boolean": "B", "date": "D", "timestamp without time zone": "D",
+    "timestamp with time zone": "D", "time without time zone": "D", "interval": "T",
+    "bytea": "U", "uuid": "U", "json": "U", "jsonb": "U", "unknown": "X",
+}
+_PREFERRED = frozenset(("double precision", "oid", "text", "boolean", "timestamp with time zone", "interval"))
+
+# pg_cast entries with castcontext 'i' between our types (source → targets).
+_IMPLICIT = {
+    "smallint": ("integer", "bigint", "numeric", "real", "double precision", "oid"),
+    "integer": ("bigint", "numeric", "real", "double precision", "oid"),
+    "bigint": ("numeric", "real", "double precision", "oid"),
+    "numeric": ("real", "double precision"),
+    "real": ("double precision",),
+    "character": ("text", "character varying"),
+    "character varying": ("text", "character"),
+    "text": ("character", "character varying", "name"),
+    "name": ("text",),
+    "char": ("text",),
+    "date": ("timestamp without time zone", "timestamp with time zone"),
+    "timestamp without time zone": ("timestamp with time zone",),
+}
+
+_POLYMORPHIC = frozenset(("anyelement", "anynonarray", "anycompatible", "anyarray", "anycompatiblearray",
+                          '"any"', "any"))
+
+
+def category(t: SqlType) -> str:
+    return "A" if t.is_array else _CATEGORY.get(t.base.name, "U")
+
+
+def is_preferred(t: SqlType) -> bool:
+    return not t.is_array and t.base.name in _PREFERRED
+
+
+def can_coerce(source: SqlType, target: SqlType) -> bool:
+    """Whether `source` converts to `target` implicitly (an unknown literal to anything)."""
+    if source == UNKNOWN or _same(source, target):
+        return True
+    if source.is_array or target.is_array:
+        return source.is_array and target.is_array and can_coerce(
+            SqlType(source.base), SqlType(target.base))
+    return target.base.name in _IMPLICIT.get(source.base.name, ())
+
+
+def _same(a: SqlType, b: SqlType) -> bool:
+    return a.base.name == b.base.name and a.is_array == b.is_array
+
+
+def literal_type(value: int | Decimal | str | bool | None) -> SqlType:
+    """The type PostgreSQL gives a constant as written: integers by size, other numbers
+    numeric, strings and NULL unknown."""
+    if isinstance(value, bool):
+        return BOOLEAN
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return INTEGER
+        return BIGINT if -(2**63) <= value < 2**63 else NUMERIC
+    if isinstance(value, Decimal):
+        return NUMERIC
+    return UNKNOWN
+
+
+def common_type(types: Sequence[SqlType], context: str) -> SqlType:
+    """The type UNION, CASE, COALESCE, IN and VALUES resolve their branches to (10.5)."""
+    known = [t for t in types if t != UNKNOWN]
+    if not known:
+        return TEXT
+    chosen = known[0]
+    for t in known[1:]:
+        if _same(t, chosen):
+            continue
+        if category(t) != category(chosen):
+            raise SqlError(DATATYPE_MISMATCH,
+                           f"{context} types {chosen.display()} and {t.display()} cannot be matched")
+        if (not is_preferred(chosen) and can_coerce(chosen, t) and not can_coerce(t, chosen)) or (
+                is_preferred(t) and not is_preferred(chosen) and can_coerce(chosen, t)):
+            chosen = t
+    for t in known:
+        if not can_coerce(t, chosen):
+            raise SqlError(DATATYPE_MISMATCH,
+                           f"{context} could not convert type {t.display()} to {chosen.display()}")
+    return chosen
+
+
+# -- overload resolution -----------------------------------------------------------------------
+
+def _accepts(param: str, arg: SqlType) -> bool:
+    if param in _POLYMORPHIC:
+        wants_array = param in ("anyarray", "anycompatiblearray")
+        return arg == UNKNOWN or param in ('"any"', "any") or arg.is_array == wants_array or (
+            param in ("anyelement", "anycompatible"))
+    try:
+        return can_coerce(arg, named(param))
+    except KeyError:
+        return False
+
+
+def _exact(param: str, arg: SqlType) -> bool:
+    if param in _POLYMORPHIC or arg == UNKNOWN:
+        return False
+    try:
+        return _same(arg, named(param))
+    except KeyError:
+        return False
+
+
+def _preferred_at(param: str) -> bool:
+    try:
+        return param not in _POLYMORPHIC and is_preferred(named(param))
+    except KeyError:
+        return False
+
+
+def _category_of(param: str) -> str | None:
+    if param in _POLYMORPHIC:
+        return None
+    try:
+        return category(named(param))
+    except KeyError:
+        return None
+
+
+def choose(candidates: Sequence[tuple[str, ...]], args: Sequence[SqlType]) -> int | None:
+    """The index of the candidate signature PostgreSQL picks for `args`, or None when no
+    candidate fits; raises 42725 when several fit equally well."""
+    fitting = [i for i, sig in enumerate(candidates)
+               if len(sig) == len(args) and all(_accepts(p, a) for p, a in zip(sig, args, strict=True))]
+    if not fitting:
+        return None
+    exact = [i for i in fitting if all(_exact(p, a) for p, a in zip(candidates[i], args, strict=True))]
+    if exact:
+        return exact[0]
+    known = [a for a in args if a != UNKNOWN]
+    if len(args) == 2 and len(known) == 1:
+        # 10.2 step 2.a: an unknown operand of a binary operator is taken as the other's type.
+        same = [i for i in fitting if all(_exact(p, known[0]) for p in candidates[i])]
+        if len(same) == 1:
+            return same[0]
+    if len(fitting) == 1:
+        return fitting[0]
+    fitting = _keep_best(fitting, lambda i: sum(_exact(p, a) for p, a in zip(candidates[i], args, strict=True)))
+    fitting = _keep_best(fitting, lambda i: sum(_preferred_at(p) and not _exact(p, a)
+                                                for p, a in zip(candidates[i], args, strict=True)))
+    if len(fitting) > 1 and UNKNOWN in args:
+        fitting = _resolve_unknowns(candidates, args, fitting)
+    if len(fitting) > 1 and UNKNOWN in args and len({a.base.name for a in known}) == 1:
+        same = [i for i in fitting if all(_accepts(p, known[0]) and (_exact(p, known[0]) or p in _POLYMORPHIC)
+                                          for p in candidates[i])]
+        if len(same) == 1:
+            return same[0]
+    if len(fitting) == 1:
+        return fitting[0]
+    raise SqlError(AMBIGUOUS_FUNCTION, "is not unique")
+
+
+def _keep_best(indices: list[int], score) -> list[int]:
+    best = max(score(i) for i in indices)
+    return [i for i in indices if score(i) == best]
+
+
+def _resolve_unknowns(candidates: Sequence[tuple[str, ...]], args: Sequence[SqlType],
+                      fitting: list[int]) -> list[int]:
+    """10.2 step 3.e: at each unknown argument, prefer the string category if any
+    candidate takes it, else the one category all candidates take, then its preferred type."""
+    for pos, arg in enumerate(args):
+        if arg != UNKNOWN:
+            continue
+        cats = {_category_of(candidates[i][pos]) for i in fitting}
+        want = "S" if "S" in cats else (next(iter(cats)) if len(cats) == 1 else None)
+        if want is None:
+            continue
+        kept = [i for i in fitting if _category_of(candidates[i][pos]) == want]
+        preferred = [i for i in kept if _preferred_at(candidates[i][pos])]
+        fitting = preferred or kept or fitting
+    return fitting
+
+
+def resolve_function(name: str, overloads: Sequence[Function], args: Sequence[SqlType]) -> Function:
+    """The catalogued signature a call of `name` means, or PostgreSQL's 42883."""
+    expanded = [_expand(f, len(args)) for f in overloads]
+    try:
+        index = choose(expanded, args)
+    except SqlError as err:
+        raise SqlError(AMBIGUOUS_FUNCTION, f"function {_call_text(name, args)} is not unique",
+                       hint="Could not choose a best candidate function. "
+                            "You might need to add explicit type casts.") from err
+    if index is None:
+        raise SqlError(UNDEFINED_FUNCTION, f"function {_call_text(name, args)} does not exist",
+                       hint="No function matches the given name and argument types. "
+                            "You might need to add explicit type casts.")
+    return overloads[index]
+
+
+def _expand(f: Function, nargs: int) -> tuple[str, ...]:
+    if f.variadic and nargs >= len(f.args):
+        return f.args[:-1] + (f.args[-1],) * (nargs - len(f.args) + 1)
+    if len(f.args) - f.defaults <= nargs <= len(f.args):
+        return f.args[:nargs]
+    return ("-",) * (nargs + 1)  # never fits
+
+
+def resolve_operator(name: str, overloads: Sequence[Operator], args: Sequence[SqlType]) -> Operator:
+    """The catalogued operator `name` means for these operands (one for a prefix
+    operator), or PostgreSQL's 42883."""
+    sigs = [((o.left,) if o.left else ()) + (o.right,) for o in overloads]
+    try:
+        index = choose(sigs, args)
+    except SqlError as err:
+        raise SqlError(AMBIGUOUS_FUNCTION, f"operator is not unique: {_op_text(name, args)}",
+                       hint="Could not choose a best candidate operator. "
+                            "You might need to add explicit type casts.") from err
+    if index is None:
+        raise SqlError(UNDEFINED_FUNCTION, f"operator does not exist: {_op_text(name, args)}",
+                       hint="No operator matches the given name and argument types. "
+                            "You might need to add explicit type casts.")
+    return overloads[index]
+
+
+def result_type(result: str, params: Sequence[str], args: Sequence[SqlType]) -> SqlType:
+    """A signature's result type, with polymorphic results resolved from the arguments."""
+    if result not in _POLYMORPHIC:
+        return named(result)
+    element: SqlType | None = None
+    for p, a in zip(params, args, strict=False):
+        if p in _POLYMORPHIC and a != UNKNOWN:
+            element = SqlType(a.base, a.typmod)  # an array argument gives its element type
+    element = element or TEXT
+    if result in ("anyarray", "anycompatiblearray"):
+        return SqlType(element.base, element.typmod, True)
+    return element
+
+
+def _call_text(name: str, args: Sequence[SqlType]) -> str:
+    return f"{name}({', '.join(a.display() for a in args)})"
+
+
+def _op_text(name: str, args: Sequence[SqlType]) -> str:
+    if len(args) == 1:
+        return f"{name} {args[0].display()}"
+    return f"{args[0].display()} {name} {args[1].display()}"
+
+
+def base(name: str) -> PgType:
+    return BY_NAME[name]

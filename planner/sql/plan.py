@@ -1,0 +1,328 @@
+"""The operator tree a bound query becomes: Materialize's HIR in spirit.
+
+Relations (`Rel`) have positional, typed output columns; scalar expressions (`Expr`)
+refer to a column by (level, index): level 0 is the operator's own input, level k the
+input k query levels out (a correlated reference). Every node carries its PostgreSQL
+type, so nothing downstream has to guess: the Spark generator and, later, the
+incremental engine read the same tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, is_dataclass, replace
+from decimal import Decimal
+from enum import Enum
+from typing import Any
+
+from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.functions import Function
+from planner.operators import Operator
+from planner.types import SqlType
+
+
+class NotYet(SqlError):
+    """A query this front end does not cover yet (0A000): the caller may take the
+    older path, which is why it is told apart from PostgreSQL's own 0A000 errors."""
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(FEATURE_NOT_SUPPORTED, message, position=position)
+
+
+# -- scalar expressions ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColRef:
+    level: int  # 0: this query's input; k: k query levels out (correlated)
+    index: int
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Literal:
+    value: int | float | Decimal | str | bool | bytes | None  # None is NULL
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Call:
+    """A catalogued function; `func` carries its PostgreSQL signature and Spark template."""
+
+    func: Function
+    args: tuple[Expr, ...]
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """A catalogued operator, binary or prefix (one argument)."""
+
+    op: Operator
+    args: tuple[Expr, ...]
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Cast:
+    arg: Expr
+    type: SqlType
+
+
+class BoolKind(Enum):
+    AND = "and"
+    OR = "or"
+    NOT = "not"
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    kind: BoolKind
+    args: tuple[Expr, ...]
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class IsNull:
+    arg: Expr
+    negated: bool  # IS NOT NULL
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Case:
+    whens: tuple[tuple[Expr, Expr], ...]  # (boolean condition, result)
+    default: Expr
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Coalesce:
+    args: tuple[Expr, ...]
+    type: SqlType
+
+
+class SubqueryKind(Enum):
+    EXISTS = "exists"
+    SCALAR = "scalar"  # at most one row, one column; 21000 when more rows
+    ANY = "any"  # `x op ANY (subquery)`, `x IN (subquery)`
+    ALL = "all"  # `x op ALL (subquery)`
+
+
+@dataclass(frozen=True)
+class Subquery:
+    kind: SubqueryKind
+    rel: Rel  # refers to this query's columns at level 1
+    type: SqlType
+    lhs: Expr | None = None  # ANY/ALL: the left operand
+    op: Operator | None = None  # ANY/ALL: the comparison
+
+
+@dataclass(frozen=True)
+class Param:
+    """`$n` of a prepared statement, with the type the protocol or context gave it."""
+
+    number: int
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """An aggregate, evaluated by `Reduce`; `distinct` as in count(DISTINCT x)."""
+
+    func: Function
+    args: tuple[Expr, ...]  # empty for count(*)
+    distinct: bool
+    type: SqlType
+
+
+Expr = ColRef | Literal | Param | Call | OpCall | Cast | BoolOp | IsNull | Case | Coalesce | Subquery
+
+# -- relations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # the name PostgreSQL gives the output column (`?column?` when none)
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Get:
+    """A catalogued relation: `name` is what the catalog calls it, never user text."""
+
+    name: str
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class Constant:
+    """VALUES, and a FROM-less SELECT (one row of no columns)."""
+
+    rows: tuple[tuple[Expr, ...], ...]
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class Map:
+    """The input's columns followed by one column per expression."""
+
+    input: Rel
+    exprs: tuple[Expr, ...]
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Filter:
+    input: Rel
+    predicate: Expr
+
+
+@dataclass(frozen=True)
+class Project:
+    """The input's columns at `outputs`, in that order (a column may repeat)."""
+
+    input: Rel
+    outputs: tuple[int, ...]
+    names: tuple[str, ...]
+
+
+class JoinKind(Enum):
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    CROSS = "cross"
+
+
+@dataclass(frozen=True)
+class Join:
+    """The left's columns followed by the right's; `on` sees both (level 0)."""
+
+    kind: JoinKind
+    left: Rel
+    right: Rel
+    on: Expr | None
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """GROUP BY: the key expressions' columns, then one column per aggregate. With no key,
+    exactly one row, even over no input (as `SELECT count(*) FROM empty`)."""
+
+    input: Rel
+    keys: tuple[Expr, ...]
+    aggregates: tuple[AggCall, ...]
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Distinct:
+    input: Rel
+
+
+class SetKind(Enum):
+    UNION = "union"
+    EXCEPT = "except"
+    INTERSECT = "intersect"
+
+
+@dataclass(frozen=True)
+class SetOp:
+    kind: SetKind
+    all: bool
+    left: Rel
+    right: Rel  # columns cast to the left's (the common types), by the binder
+
+
+@dataclass(frozen=True)
+class SortKey:
+    index: int  # an input column
+    descending: bool
+    nulls_first: bool  # PostgreSQL's default: NULLS FIRST exactly when DESC
+
+
+@dataclass(frozen=True)
+class TopK:
+    """ORDER BY / LIMIT / OFFSET; any of them may be empty."""
+
+    input: Rel
+    order: tuple[SortKey, ...]
+    limit: Expr | None
+    offset: Expr | None
+
+
+Rel = Get | Constant | Map | Filter | Project | Join | Reduce | Distinct | SetOp | TopK
+
+
+def columns(rel: Rel) -> tuple[Column, ...]:
+    """A relation's output columns."""
+    match rel:
+        case Get(columns=cols) | Constant(columns=cols):
+            return cols
+        case Map(input=inner, exprs=exprs, names=names):
+            return columns(inner) + tuple(Column(n, e.type) for n, e in zip(names, exprs, strict=True))
+        case Filter(input=inner) | Distinct(input=inner) | TopK(input=inner):
+            return columns(inner)
+        case Project(input=inner, outputs=outputs, names=names):
+            cols = columns(inner)
+            return tuple(Column(n, cols[i].type) for n, i in zip(names, outputs, strict=True))
+        case Join(left=left, right=right):
+            return columns(left) + columns(right)
+        case Reduce(keys=keys, aggregates=aggs, names=names):
+            types = [k.type for k in keys] + [a.type for a in aggs]
+            return tuple(Column(n, t) for n, t in zip(names, types, strict=True))
+        case SetOp(left=left):
+            return columns(left)
+    raise TypeError(f"not a relation: {rel!r}")
+
+
+# -- walking expressions ---------------------------------------------------------------------
+
+def children(value: Any) -> Iterator[Any]:
+    """The dataclass nodes directly inside a field's value."""
+    if isinstance(value, tuple):
+        for v in value:
+            yield from children(v)
+    elif is_dataclass(value) and not isinstance(value, type):
+        yield value
+
+
+def contains(e: Any, cls: type) -> bool:
+    if isinstance(e, cls):
+        return True
+    if isinstance(e, Subquery):
+        return False
+    return is_dataclass(e) and any(contains(c, cls) for f in fields(e) for c in children(getattr(e, f.name)))
+
+
+def transform(e: Any, fn: Callable[[Any], Any]) -> Any:
+    """`e` with every subexpression `fn` maps (to non-None) replaced, top-down; subquery
+    plans are left as they are."""
+    out = fn(e)
+    if out is not None:
+        return out
+    if isinstance(e, Subquery):
+        return replace(e, lhs=transform(e.lhs, fn)) if e.lhs is not None else e
+    if not is_dataclass(e) or isinstance(e, (Column, SqlType)):
+        return e
+    changes = {}
+    for f in fields(e):
+        value = getattr(e, f.name)
+        if isinstance(value, tuple):
+            new = tuple(_transform_item(v, fn) for v in value)
+        elif is_dataclass(value) and not isinstance(value, (SqlType, Function, Operator)):
+            new = transform(value, fn)
+        else:
+            continue
+        if new != value:
+            changes[f.name] = new
+    return replace(e, **changes) if changes else e
+
+
+def _transform_item(v: Any, fn: Callable[[Any], Any]) -> Any:
+    if isinstance(v, tuple):
+        return tuple(_transform_item(x, fn) for x in v)
+    if is_dataclass(v) and not isinstance(v, (SqlType, Function, Operator)):
+        return transform(v, fn)
+    return v

@@ -1,0 +1,331 @@
+"""A bound plan → Spark SQL text, built as sqlglot expressions and printed by sqlglot's
+Spark generator: Spark sees only what this module writes, never the user's text.
+
+Every relation becomes a query whose columns are named c0, c1, ...; an operator reads
+its input as a subquery under an alias unique in the whole statement, so a correlated
+reference (a `ColRef` k levels out) is that level's alias and column. Function and
+operator calls expand the catalog's Spark template (`{0}`, `{1}`: the arguments).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from decimal import Decimal
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+from planner import params
+from planner.codecs.text_in import decode_text
+from planner.sql import plan as p
+from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
+from planner.types import SqlType
+
+# Get.name → the Spark table or view that holds the relation's rows now.
+TableName = Callable[[str], str]
+
+
+def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
+             param_values: dict[int, object] | None = None) -> str:
+    """The Spark SQL computing `rel`'s rows, columns named c0, c1, ... in order; with
+    `output_types`, each column cast to its type's Spark form, so that the rows arrive
+    as the wire encoders expect them whatever type Spark's functions chose."""
+    query = _Generator(table_name, param_values or {}).query(rel)
+    if output_types is not None:
+        query = _cast_outputs(query, output_types)
+    return query.sql(dialect="spark")
+
+
+def _cast_outputs(query: exp.Query, types: list[SqlType]) -> exp.Query:
+    if isinstance(query, exp.Select):
+        # In the outermost SELECT itself: wrapping it would put its ORDER BY in a subquery.
+        for item, t in zip(query.expressions, types, strict=True):
+            item.set("this", exp.Cast(this=item.this, to=exp.DataType.build(t.spark, dialect="spark")))
+        return query
+    alias = "t_out"
+    return exp.select(*(_as(exp.Cast(this=exp.column(f"c{i}", alias), to=exp.DataType.build(t.spark, dialect="spark")), i)
+                        for i, t in enumerate(types))).from_(query.subquery(alias))
+
+
+class _Generator:
+    def __init__(self, table_name: TableName, param_values: dict[int, object]) -> None:
+        self.table_name = table_name
+        self.param_values = param_values
+        self.aliases = (f"t{i}" for i in itertools.count())
+        self.outer: list[list[exp.Expression]] = []  # enclosing levels' input columns, innermost last
+
+    # -- relations -------------------------------------------------------------------------
+
+    def query(self, rel: p.Rel) -> exp.Query:
+        match rel:
+            case p.Get(name=name, columns=cols):
+                alias = next(self.aliases)
+                table = exp.to_table(self.table_name(name)).as_(alias)
+                return exp.select(*(_as(exp.column(c.name, alias, quoted=True), i) for i, c in enumerate(cols))
+                                  ).from_(table)
+            case p.Constant(rows=rows, columns=cols):
+                return self._constant(rows, cols)
+            case p.Map(input=inner, exprs=exprs):
+                return self._select(inner, lambda cols: cols + [self.scalar(e, cols) for e in exprs])
+            case p.Filter(input=inner, predicate=pred):
+                return self._select(inner, lambda cols: cols, where=lambda cols: self.scalar(pred, cols))
+            case p.Project(input=p.TopK() as top, outputs=outputs):
+                return self._top_k(top, outputs)
+            case p.Project(input=p.Map() as m, outputs=outputs):
+                return self._fused(m, outputs)
+            case p.Project(input=inner, outputs=outputs):
+                return self._select(inner, lambda cols: [cols[i] for i in outputs])
+            case p.Join():
+                return self._join(rel)
+            case p.Reduce():
+                return self._reduce(rel)
+            case p.Distinct(input=inner):
+                return self._select(inner, lambda cols: cols).distinct()
+            case p.SetOp(kind=kind, all=all_, left=left, right=right):
+                op = {p.SetKind.UNION: exp.Union, p.SetKind.EXCEPT: exp.Except,
+                      p.SetKind.INTERSECT: exp.Intersect}[kind]
+                return op(this=self.query(left), expression=self.query(right), distinct=not all_)
+            case p.TopK():
+                return self._top_k(rel, None)
+        raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
+
+    def _from(self, rel: p.Rel) -> tuple[exp.Expression | None, list[exp.Expression]]:
+        """`rel` as a FROM item, and its columns as seen from the query reading it."""
+        if isinstance(rel, p.Constant) and rel.rows == ((),):
+            return None, []
+        alias = next(self.aliases)
+        sub = self.query(rel).subquery(alias)
+        return sub, [exp.column(f"c{i}", alias) for i in range(len(p.columns(rel)))]
+
+    def _select(self, inner: p.Rel, outputs, where=None) -> exp.Select:
+        source, cols = self._from(inner)
+        q = exp.select(*(_as(e, i) for i, e in enumerate(outputs(cols))))
+        if source is not None:
+            q = q.from_(source)
+        if where is not None:
+            q = q.where(where(cols))
+        return q
+
+    def _constant(self, rows, cols) -> exp.Query:
+        if len(rows) == 1:
+            return exp.select(*(_as(self.scalar(e, []), i) for i, e in enumerate(rows[0])))
+        alias = next(self.aliases)
+        values = exp.Values(expressions=[exp.Tuple(expressions=[self.scalar(e, []) for e in r]) for r in rows],
+                            alias=exp.TableAlias(this=exp.to_identifier(alias),
+                                                 columns=[exp.to_identifier(f"c{i}") for i in range(len(cols))]))
+        return exp.select("*").from_(values)
+
+    def _join(self, j: p.Join) -> exp.Select:
+        left, lcols = self._from(j.left)
+        right, rcols = self._from(j.right)
+        cols = lcols + rcols
+        q = exp.select(*(_as(e, i) for i, e in enumerate(cols)))
+        q = q.from_(left) if left is not None else q
+        if right is not None:
+            kind = {p.JoinKind.CROSS: "CROSS", p.JoinKind.INNER: "INNER", p.JoinKind.LEFT: "LEFT",
+                    p.JoinKind.RIGHT: "RIGHT", p.JoinKind.FULL: "FULL"}[j.kind]
+            on = self.scalar(j.on, cols) if j.on is not None else None
+            if kind == "CROSS":
+                q = q.join(right, join_type="CROSS")
+            else:
+                q = q.join(right, on=on if on is not None else exp.true(), join_type=kind)
+        return q
+
+    def _reduce(self, r: p.Reduce) -> exp.Select:
+        source, cols = self._from(r.input)
+        keys = [self.scalar(k, cols) for k in r.keys]
+        aggs = [self._aggregate(a, cols) for a in r.aggregates]
+        q = exp.select(*(_as(e, i) for i, e in enumerate(keys + aggs)))
+        if source is not None:
+            q = q.from_(source)
+        return q.group_by(*keys) if keys else q
+
+    def _aggregate(self, a: p.AggCall, cols) -> exp.Expression:
+        args = [self.scalar(x, cols) for x in a.args]
+        if a.func.name == "count" and not args:
+            return exp.Count(this=exp.Star())
+        _check_template(a.func.name, a.func.spark, len(args))
+        call = _template(a.func.spark, args)
+        if a.distinct:
+            call = _distinct_args(call)
+        return call
+
+    def _fused(self, m: p.Map, outputs: tuple[int, ...], top: p.TopK | None = None) -> exp.Select:
+        """Project ∘ [TopK ∘] Map [∘ Filter] as one SELECT: a correlated reference then
+        stays in the subquery's own select list or WHERE, where Spark accepts it."""
+        inner, where = (m.input.input, m.input.predicate) if isinstance(m.input, p.Filter) else (m.input, None)
+        source, base = self._from(inner)
+        cols = base + [self.scalar(e, base) for e in m.exprs]
+        q = exp.select(*(_as(cols[i].copy(), k) for k, i in enumerate(outputs)))
+        if source is not None:
+            q = q.from_(source)
+        if where is not None:
+            q = q.where(self.scalar(where, base))
+        return self._order_limit(q, top, cols) if top is not None else q
+
+    def _top_k(self, top: p.TopK, outputs: tuple[int, ...] | None) -> exp.Select:
+        if outputs is not None and isinstance(top.input, p.Map):
+            return self._fused(top.input, outputs, top)
+        source, cols = self._from(top.input)
+        shown = cols if outputs is None else [cols[i] for i in outputs]
+        q = exp.select(*(_as(e.copy(), i) for i, e in enumerate(shown)))
+        if source is not None:
+            q = q.from_(source)
+        return self._order_limit(q, top, cols)
+
+    def _order_limit(self, q: exp.Select, top: p.TopK, cols: list[exp.Expression]) -> exp.Select:
+        if top.order:
+            q = q.order_by(*(exp.Ordered(this=cols[k.index].copy(), desc=k.descending, nulls_first=k.nulls_first)
+                             for k in top.order))
+        if top.limit is not None:
+            q = q.limit(self._count(top.limit))
+        if top.offset is not None:
+            q = q.offset(self._count(top.offset))
+        return q
+
+    def _count(self, e: p.Expr) -> exp.Expression:
+        """A LIMIT/OFFSET: Spark takes only an INT there."""
+        if isinstance(e, p.Literal) and isinstance(e.value, int) and not isinstance(e.value, bool):
+            if not 0 <= e.value < 2**31:
+                raise p.NotYet("LIMIT and OFFSET must be between 0 and 2147483647 here")
+            return exp.Literal.number(e.value)
+        return exp.Cast(this=self.scalar(e, []), to=exp.DataType.build("INT"))
+
+    # -- scalars ---------------------------------------------------------------------------
+
+    def scalar(self, e: p.Expr, cols: list[exp.Expression]) -> exp.Expression:
+        match e:
+            case p.ColRef(level=0, index=i):
+                return cols[i].copy()
+            case p.ColRef(level=level, index=i):
+                return self.outer[-level][i].copy()
+            case p.Literal(value=value, type=t):
+                return _literal(value, t)
+            case p.Param(number=n, type=t):
+                if n not in self.param_values:
+                    raise p.NotYet(f"no value for parameter ${n}")
+                t = TEXT if t == UNKNOWN else t
+                return _literal(_param_value(self.param_values[n], t), t)
+            case p.Call(func=f, args=args):
+                _check_template(f.name, f.spark, len(args))
+                return _template(f.spark, [self.scalar(a, cols) for a in args])
+            case p.OpCall(op=op, args=args):
+                _check_template(op.name, op.spark, len(args))
+                return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
+            case p.Cast(arg=arg, type=t):
+                return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.BoolOp(kind=p.BoolKind.NOT, args=(arg,)):
+                return exp.Not(this=exp.Paren(this=self.scalar(arg, cols)))
+            case p.BoolOp(kind=kind, args=args):
+                joiner = exp.and_ if kind is p.BoolKind.AND else exp.or_
+                return exp.Paren(this=joiner(*(exp.Paren(this=self.scalar(a, cols)) for a in args)))
+            case p.IsNull(arg=arg, negated=negated):
+                test = exp.Is(this=exp.Paren(this=self.scalar(arg, cols)), expression=exp.Null())
+                return exp.Not(this=test) if negated else test
+            case p.Case(whens=whens, default=default):
+                case = exp.Case()
+                for cond, result in whens:
+                    case = case.when(self.scalar(cond, cols), self.scalar(result, cols))
+                return case.else_(self.scalar(default, cols))
+            case p.Coalesce(args=args):
+                return exp.Coalesce(this=self.scalar(args[0], cols),
+                                    expressions=[self.scalar(a, cols) for a in args[1:]])
+            case p.Subquery():
+                return self._subquery(e, cols)
+        raise p.NotYet(f"{type(e).__name__} cannot run on Spark yet")
+
+    def _subquery(self, s: p.Subquery, cols: list[exp.Expression]) -> exp.Expression:
+        self.outer.append(cols)
+        try:
+            if s.kind is p.SubqueryKind.EXISTS:
+                return exp.Exists(this=self.query(s.rel))
+            if s.kind is p.SubqueryKind.SCALAR:
+                return exp.Subquery(this=self.query(s.rel))
+            # x op ANY/ALL (sub), with SQL's three-valued answer: known true/false when some
+            # row decides it, NULL when only NULL comparisons remain.
+            probe = p.OpCall(s.op, (_shift(s.lhs), p.ColRef(0, 0, p.columns(s.rel)[0].type)), _BOOL)
+            decided = p.BoolOp(p.BoolKind.NOT, (probe,), _BOOL) if s.kind is p.SubqueryKind.ALL else probe
+            unknown = p.IsNull(probe, False, _BOOL)
+            hit = exp.Exists(this=self.query(p.Filter(s.rel, decided)))
+            maybe = exp.Exists(this=self.query(p.Filter(s.rel, unknown)))
+        finally:
+            self.outer.pop()
+        found, rest = (exp.false(), exp.true()) if s.kind is p.SubqueryKind.ALL else (exp.true(), exp.false())
+        return exp.Case().when(hit, found).when(maybe, exp.Null()).else_(rest)
+
+
+_BOOL = BOOLEAN
+
+
+def _shift(e: p.Expr) -> p.Expr:
+    """An expression of the enclosing level, as seen from inside a subquery (one level out)."""
+    return p.transform(e, lambda x: p.ColRef(x.level + 1, x.index, x.type) if isinstance(x, p.ColRef) else None)
+
+
+def _as(e: exp.Expression, i: int) -> exp.Expression:
+    # Always an Alias node (alias_ would name a subquery in place), so that the output
+    # casts can wrap what it names.
+    return exp.Alias(this=e, alias=exp.to_identifier(f"c{i}"))
+
+
+def _literal(value, t: SqlType) -> exp.Expression:
+    if isinstance(value, int) and not isinstance(value, bool) and t.base.name == "integer" and not t.is_array:
+        return exp.Literal.number(value)  # Spark's own type for it: INT
+    if isinstance(value, Decimal) and value.is_finite():
+        return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(_decimal_type(value)))
+    return params.literal(value, t)
+
+
+def _param_value(value: object, t: SqlType) -> object:
+    """A parameter's value as `t`: one the client sent as text (its type left to the
+    server) is read by the type's input function, as PostgreSQL would."""
+    if isinstance(value, str) and t.spark != "STRING":
+        return decode_text(t, value.encode())
+    return value
+
+
+def _decimal_type(d: Decimal) -> str:
+    """The exact DECIMAL a numeric constant needs (PostgreSQL keeps every digit written)."""
+    _sign, digits, exponent = d.as_tuple()
+    scale = max(0, -exponent)
+    precision = max(len(digits), scale + 1)
+    return f"DECIMAL({min(precision, 38)},{min(scale, 38)})"
+
+
+def _check_template(name: str, template: str, nargs: int) -> None:
+    """Refuse a catalog template that only illustrates the call: one that shows an
+    argument by a sample value (`date_trunc('day', {1})`, `lag({0}, 1)`), a JSON path
+    helper, or a value the server computes (`<...>`). The sqlglot path rewrites those."""
+    if (not template or template.startswith("<") or template == "rewrite" or "path(" in template
+            or any(f"{{{i}}}" not in template for i in range(nargs))):
+        raise p.NotYet(f"{name} is not covered by this front end yet")
+
+
+@lru_cache(maxsize=4096)
+def _parsed_template(template: str, nargs: int) -> exp.Expression:
+    text = template
+    for i in range(nargs):
+        text = text.replace(f"{{{i}}}", f"__arg{i}__")
+    return sqlglot.parse_one(text, read="spark")
+
+
+def _template(template: str, args: list[exp.Expression]) -> exp.Expression:
+    tree = _parsed_template(template, len(args)).copy()
+
+    def fill(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.name.startswith("__arg") and node.name.endswith("__"):
+            return exp.Paren(this=args[int(node.name[5:-2])].copy())
+        return node
+
+    return tree.transform(fill)
+
+
+def _distinct_args(call: exp.Expression) -> exp.Expression:
+    """count(DISTINCT x) and the like: the aggregate over distinct argument values."""
+    agg = call if isinstance(call, exp.AggFunc) else call.find(exp.AggFunc)
+    if agg is None:
+        raise p.NotYet("DISTINCT is not supported for this aggregate yet")
+    agg.set("this", exp.Distinct(expressions=[agg.this]))
+    return call

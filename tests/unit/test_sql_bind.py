@@ -1,0 +1,131 @@
+"""The new front end's binder and typing rules, without Spark or sockets."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import functions, operators, pg_parse
+from planner.errors import SqlError
+from planner.sql import bind, coerce
+from planner.sql import plan as p
+from planner.types import column_type
+
+INT, TEXT, UNKNOWN = coerce.INTEGER, coerce.TEXT, coerce.UNKNOWN
+
+
+class _Catalog:
+    rels = {"t1": (("a", "integer"), ("b", "integer"), ("c", "text")), "t2": (("a", "integer"), ("d", "text"))}
+
+    def relation(self, schema, name):
+        cols = self.rels.get(name)
+        if cols is None or schema not in (None, "public"):
+            return None
+        return bind.Relation(name, tuple(p.Column(n, column_type(t)) for n, t in cols))
+
+
+def _bind(sql: str) -> p.Rel:
+    return bind.Binder(_Catalog(), sql).query(pg_parse.parse_one(sql))
+
+
+def _shape(sql: str) -> list[tuple[str, str]]:
+    return [(c.name, c.type.display()) for c in p.columns(_bind(sql))]
+
+
+@pytest.mark.parametrize("name, args, chosen", [
+    ("+", [INT, INT], "integer + integer"),
+    ("+", [INT, coerce.BIGINT], "integer + bigint"),
+    ("+", [INT, UNKNOWN], "integer + integer"),  # the unknown side takes the other's type
+    ("/", [INT, coerce.NUMERIC], "numeric / numeric"),  # integer widens implicitly
+    ("=", [UNKNOWN, UNKNOWN], "text = text"),  # unknowns prefer the string category
+    ("~", [INT], "NONE ~ integer"),
+])
+def test_operator_overloads_as_postgres_chooses(name, args, chosen):
+    assert coerce.resolve_operator(name, operators.overloads(name), args).identity == chosen
+
+
+def test_function_overloads_and_missing_ones():
+    assert coerce.resolve_function("abs", functions.overloads("abs"), [INT]).identity == "abs(integer)"
+    # numeric's preferred type takes an unknown argument, as PostgreSQL's abs('5') does
+    assert coerce.resolve_function("abs", functions.overloads("abs"), [UNKNOWN]).identity == "abs(double precision)"
+    with pytest.raises(SqlError) as err:
+        coerce.resolve_function("abs", functions.overloads("abs"), [TEXT])
+    assert (err.value.sqlstate, err.value.message) == ("42883", "function abs(text) does not exist")
+
+
+def test_common_types_of_union_case_and_values():
+    assert coerce.common_type([INT, coerce.NUMERIC, UNKNOWN], "UNION") == coerce.NUMERIC
+    assert coerce.common_type([UNKNOWN, UNKNOWN], "CASE") == TEXT
+    with pytest.raises(SqlError) as err:
+        coerce.common_type([INT, TEXT], "UNION")
+    assert err.value.message == "UNION types integer and text cannot be matched"
+
+
+def test_precedence_is_postgres_grammar():
+    # `1 | 0 & 0` is (1 | 0) & 0 in PostgreSQL: the tree must say so.
+    rel = _bind("SELECT 1 | 0 & 0")
+    outer = rel.input.exprs[0]
+    assert outer.op.name == "&" and outer.args[0].op.name == "|"
+
+
+def test_negative_integer_constants_keep_their_value():
+    rel = _bind("SELECT -1, - 2, -2147483648, 0")
+    assert [e.value for e in rel.input.exprs] == [-1, -2, -2147483648, 0]
+
+
+def test_using_join_columns_come_first_and_once():
+    assert _shape("SELECT * FROM t1 JOIN t2 USING (a)") == [
+        ("a", "integer"), ("b", "integer"), ("c", "text"), ("d", "text")]
+    assert _shape("SELECT x.a FROM t1 JOIN t2 USING (a) AS x") == [("a", "integer")]
+    # a parenthesized join is one FROM item; its tables are still visible by name
+    assert _shape("SELECT t1.a, t2.a FROM (t1 CROSS JOIN t2)") == [("a", "integer"), ("a", "integer")]
+
+
+def test_full_join_using_merges_with_coalesce():
+    rel = _bind("SELECT a FROM t1 FULL JOIN t2 USING (a)")
+    merged = rel.input.input.exprs[0]
+    assert isinstance(merged, p.Coalesce)
+
+
+@pytest.mark.parametrize("sql, sqlstate, message, position", [
+    ("SELECT a FROM t1, t2", "42702", 'column reference "a" is ambiguous', 8),
+    ("SELECT nope FROM t1", "42703", 'column "nope" does not exist', 8),
+    ("SELECT t1.nope FROM t1", "42703", "column t1.nope does not exist", 8),
+    ("SELECT t9.a FROM t1", "42P01", 'missing FROM-clause entry for table "t9"', 8),
+    ("SELECT * FROM t1 x, t2 x", "42712", 'table name "x" specified more than once', None),
+    ("SELECT a FROM t1 WHERE sum(a) > 1", "42803", "aggregate functions are not allowed in WHERE", 24),
+    ("SELECT b FROM t1 GROUP BY a", "42803",
+     'column "t1.b" must appear in the GROUP BY clause or be used in an aggregate function', None),
+    ("SELECT DISTINCT a FROM t1 ORDER BY b", "42P10",
+     "for SELECT DISTINCT, ORDER BY expressions must appear in select list", 36),
+    ("SELECT a FROM t1 ORDER BY 3", "42P10", "ORDER BY position 3 is not in select list", 27),
+    ("SELECT a + 'x' FROM t1", "22P02", 'invalid input syntax for type integer: "x"', None),
+    ("SELECT * FROM nowhere", "42P01", 'relation "nowhere" does not exist', 15),
+    ("SELECT 1 UNION SELECT 1, 2", "42601", "each UNION query must have the same number of columns", None),
+    ("SELECT a FROM t1 WHERE b", "42804", "argument of WHERE must be type boolean, not type integer", 24),
+])
+def test_errors_are_postgres(sql, sqlstate, message, position):
+    with pytest.raises(SqlError) as err:
+        _bind(sql)
+    assert (err.value.sqlstate, err.value.message) == (sqlstate, message)
+    if position is not None:
+        assert err.value.position == position
+
+
+def test_correlated_reference_counts_levels():
+    rel = _bind("SELECT a FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.a = t1.b)")
+    sub = rel.input.input.predicate
+    assert sub.kind is p.SubqueryKind.EXISTS
+    cond = sub.rel.input.input.predicate
+    assert [(r.level, r.index) for r in cond.args] == [(0, 0), (1, 1)]
+
+
+def test_with_queries_are_scoped_and_named_once():
+    assert _shape("WITH w(x) AS (SELECT a FROM t1), v AS (SELECT x FROM w) SELECT * FROM v") == [("x", "integer")]
+    with pytest.raises(SqlError) as err:
+        _bind("WITH w AS (SELECT 1), w AS (SELECT 2) SELECT * FROM w")
+    assert (err.value.sqlstate, err.value.message) == ("42712", 'WITH query name "w" specified more than once')
+    with pytest.raises(SqlError) as err:
+        _bind("SELECT * FROM (WITH w AS (SELECT 1) SELECT * FROM w) s, w")
+    assert err.value.sqlstate == "42P01"  # a WITH query is visible only in its own query
+    with pytest.raises(p.NotYet):
+        _bind("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r")
