@@ -13,11 +13,12 @@ from planner.types import column_type
 INT, TEXT, UNKNOWN = coerce.INTEGER, coerce.TEXT, coerce.UNKNOWN
 
 
-class _Catalog:
-    rels = {"t1": (("a", "integer"), ("b", "integer"), ("c", "text")), "t2": (("a", "integer"), ("d", "text"))}
+TABLES = {"t1": (("a", "integer"), ("b", "integer"), ("c", "text")), "t2": (("a", "integer"), ("d", "text"))}
 
+
+class _Catalog:
     def relation(self, schema, name):
-        cols = self.rels.get(name)
+        cols = TABLES.get(name)
         if cols is None or schema not in (None, "public"):
             return None
         return bind.Relation(name, tuple(p.Column(n, column_type(t)) for n, t in cols))
