@@ -83,13 +83,32 @@ def system_value(name: str, value: str | None) -> str:
     return normal
 
 
+def command_line_options(options: str) -> list[tuple[str, str]]:
+    """The settings in a startup packet's `options` (libpq's `options=` / PGOPTIONS):
+    `-c name=value` and `--name=value`, as PostgreSQL reads them; `\\ ` is a space in a value."""
+    words = [w.replace("\0", " ") for w in options.replace("\\ ", "\0").split()]
+    out = []
+    for i, word in enumerate(words):
+        if word == "-c" and i + 1 < len(words):
+            setting = words[i + 1]
+        elif word.startswith("-c") and len(word) > 2 or word.startswith("--"):
+            setting = word[2:]
+        else:
+            continue
+        name, eq, value = setting.partition("=")
+        if eq:
+            out.append((name.replace("-", "_"), value))
+    return out
+
+
 class Settings:
     """One session's variables."""
 
     def __init__(self, startup: dict[str, str]) -> None:
         self.values: dict[str, str] = {n: v.default for n, v in VARIABLES.items()}
         self.startup_errors: list[SqlError] = []
-        for key, value in startup.items():
+        pairs = list(startup.items()) + command_line_options(startup.get("options", ""))
+        for key, value in pairs:
             name = key.lower()
             if name in ("user", "database", "replication", "options"):
                 continue

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         if not args.postgres_only:
-            sparkwire = SparkwireTarget(args.timeout, args.sparkwire_dsn)
+            sparkwire = SparkwireTarget(args.timeout, args.sparkwire_dsn, args.sql_frontend)
         for path in files:
             every = args.sample if is_third_party(path) else 1
             result = run_file(path, postgres, sparkwire, every)
@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="run every N-th query of the third-party files (statements always run)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds before a statement counts as a hang")
     p.add_argument("--sparkwire-dsn", help="use this running sparkwire instead of starting one")
+    p.add_argument("--sql-frontend", choices=("sqlglot", "postgres"),
+                   help="the sessions' sql_frontend (default: the server's, sqlglot)")
     p.add_argument("--postgres-only", action="store_true", help="check the files against PostgreSQL alone")
     p.add_argument("--report", metavar="PATH", help="write the figures as markdown (CONFORMANCE.md)")
     p.add_argument("--wrong-list", metavar="PATH", help="write every silent wrong answer and hang, one a line")

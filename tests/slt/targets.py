@@ -64,14 +64,15 @@ class PostgresTarget:
 class SparkwireTarget:
     name = "sparkwire"
 
-    def __init__(self, timeout: float, dsn: str | None = None) -> None:
-        """A server of its own, or the one at `dsn` (whose public tables and views it drops)."""
+    def __init__(self, timeout: float, dsn: str | None = None, frontend: str | None = None) -> None:
+        """A server of its own, or the one at `dsn` (whose public tables and views it drops);
+        `frontend` sets the sessions' `sql_frontend` (sqlglot or postgres)."""
         self.process: ServerProcess | None = None
         if dsn is None:
             self.process = ServerProcess().start()
             self.process.wait_ready()
             dsn = self.process.dsn
-        self.dsn = dsn
+        self.dsn = f"{dsn} options='-c sql_frontend={frontend}'" if frontend else dsn
         self.timeout = timeout
 
     def session(self) -> Session:

@@ -1,0 +1,17 @@
+"""Settings from a startup packet's `options` (libpq's `options=`, PGOPTIONS)."""
+
+from server.settings import Settings, command_line_options
+
+
+def test_dash_c_and_double_dash_forms_as_postgres_reads_them():
+    assert command_line_options("-c sql_frontend=postgres --application-name=x -cextra_float_digits=3") == [
+        ("sql_frontend", "postgres"), ("application_name", "x"), ("extra_float_digits", "3")]
+    assert command_line_options(r"-c application_name=a\ b") == [("application_name", "a b")]
+    assert command_line_options("-c") == [] and command_line_options("") == []
+
+
+def test_options_set_the_session_and_bad_values_are_startup_errors():
+    assert Settings({"options": "-c sql_frontend=postgres"}).get("sql_frontend") == "postgres"
+    bad = Settings({"options": "-c sql_frontend=spark"})
+    assert bad.get("sql_frontend") == "sqlglot"
+    assert [e.sqlstate for e in bad.startup_errors] == ["22023"]
