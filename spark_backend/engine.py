@@ -29,7 +29,9 @@ log = logging.getLogger("sparkwire.spark")
 
 T = TypeVar("T")
 
-_PACKAGES = ("planner", "server", "spark_backend")
+# What executors run: the Kafka decoder and the mapInArrow steps live in spark_backend and use
+# planner's codecs; nothing of server/ runs there (check_layers keeps it so).
+_PACKAGES = ("planner", "spark_backend")
 
 # Settings measured on 2-core machines (DESIGN.md): few shuffle partitions keep
 # micro-batches cheap, Arrow moves rows 20x faster than collect(), no UI.
