@@ -21,8 +21,8 @@ from sqlglot import exp
 
 from planner.spark_guard import spark_sql
 
-TS = "__mz_ts"
-DIFF = "__mz_diff"
+DELTA_TS = "__mz_ts"
+DELTA_DIFF = "__mz_diff"
 
 AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 
@@ -232,8 +232,8 @@ def _linear(node: exp.Expression) -> exp.Expression:
     out.set("order", None)
     out.set("from_", exp.From(this=source))
     ident = exp.to_identifier(alias, quoted=True)
-    out.select(exp.alias_(exp.column(TS, table=ident), TS),
-               exp.alias_(exp.column(DIFF, table=ident), DIFF), copy=False)
+    out.select(exp.alias_(exp.column(DELTA_TS, table=ident), DELTA_TS),
+               exp.alias_(exp.column(DELTA_DIFF, table=ident), DELTA_DIFF), copy=False)
     return out
 
 
@@ -271,10 +271,10 @@ def _aggregate(node: exp.Expression) -> AggregatePlan:
         outputs.append(("agg", len(aggregates)))
         aggregates.append((Aggregate(kind, len(aggregates)), arg))
     ident = exp.to_identifier(alias, quoted=True)
-    ts_col = exp.column(TS, table=ident)
-    diff_col = exp.column(DIFF, table=ident)
+    ts_col = exp.column(DELTA_TS, table=ident)
+    diff_col = exp.column(DELTA_DIFF, table=ident)
     key_cols = [exp.alias_(k.copy(), f"__k{i}") for i, k in enumerate(keys)]
-    partials: list[exp.Expression] = [*key_cols, exp.alias_(ts_col.copy(), TS),
+    partials: list[exp.Expression] = [*key_cols, exp.alias_(ts_col.copy(), DELTA_TS),
                                       exp.alias_(exp.Sum(this=diff_col.copy()), "__n")]
     extremes: dict[int, str] = {}
     floats: dict[int, str] = {}
@@ -290,7 +290,7 @@ def _aggregate(node: exp.Expression) -> AggregatePlan:
             partials.append(exp.alias_(exp.Sum(this=signed), f"__s{agg.index}"))
         if agg.kind in ("min", "max", "sum", "avg"):
             cond = exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null()))
-            q = exp.select(*[k.copy() for k in key_cols], exp.alias_(ts_col.copy(), TS),
+            q = exp.select(*[k.copy() for k in key_cols], exp.alias_(ts_col.copy(), DELTA_TS),
                            exp.alias_(arg.copy(), "__v"), exp.alias_(exp.Sum(this=diff_col.copy()), "__n"))
             q = q.from_(source.copy()).where(exp.and_(where.this.copy(), cond) if where else cond)
             q = q.group_by(*[k.copy() for k in keys], ts_col.copy(), arg.copy())
@@ -376,7 +376,7 @@ def _join(node: exp.Expression) -> JoinPlan:
         select = exp.select(
             *[exp.alias_(exp.column(n, table=ident, quoted=True), v) for n, v in cols],
             *[exp.alias_(k.copy(), f"__jk{i}") for i, k in enumerate(keys)],
-            exp.alias_(exp.column(TS, table=ident), TS), exp.alias_(exp.column(DIFF, table=ident), DIFF),
+            exp.alias_(exp.column(DELTA_TS, table=ident), DELTA_TS), exp.alias_(exp.column(DELTA_DIFF, table=ident), DELTA_DIFF),
         ).from_(source.copy())
         return spark_sql(select), tuple(v for _, v in cols)
 
@@ -389,8 +389,8 @@ def _join(node: exp.Expression) -> JoinPlan:
         return n
 
     post = exp.select(*[e.copy().transform(rename) for e in node.expressions],
-                      exp.alias_(exp.column(TS, table=JOINED), TS),
-                      exp.alias_(exp.column(DIFF, table=JOINED), DIFF)).from_(JOINED)
+                      exp.alias_(exp.column(DELTA_TS, table=JOINED), DELTA_TS),
+                      exp.alias_(exp.column(DELTA_DIFF, table=JOINED), DELTA_DIFF)).from_(JOINED)
     conditions = [c.copy().transform(rename) for c in residual]
     where = node.args.get("where")
     if where is not None:

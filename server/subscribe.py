@@ -48,7 +48,7 @@ from server.subscribe_format import OutputPlan, format_timestamp, plan_output
 from server.subscribe_linear import LinearStrategy
 from server.subscribe_state import Changes
 from server.subscribe_strategy import AggregateStrategy, JoinStrategy, RecomputeStrategy, Strategy
-from spark_backend import dataflow as sparkflow
+from spark_backend import microbatch
 from spark_backend.schema import arrow_type
 
 log = logging.getLogger("sparkwire.subscribe")
@@ -141,7 +141,7 @@ class Subscription:
             raise
         if any(cid.startswith("system:") for cid in views):  # computed per query, no changelog
             raise SqlError(FEATURE_NOT_SUPPORTED, "SUBSCRIBE to a system relation is not supported")
-        self.inputs = [sparkflow.Input(cid, spark_name, item.column_names, item.column_types)
+        self.inputs = [microbatch.Input(cid, spark_name, item.column_names, item.column_types)
                        for cid, (spark_name, item) in views.items()]
         self.input_ids = {rel.collection_id for rel in self.inputs}
         self.views = views

@@ -23,7 +23,7 @@ from planner.types import row_key
 from server import subscribe_output as output
 from server.subscribe_state import consolidate
 from server.subscribe_strategy import IncrementalStrategy
-from spark_backend import dataflow as sparkflow
+from spark_backend import microbatch
 from spark_backend import spill as spilling
 
 # A linear snapshot or batch of more input updates than this is spilled by Spark and read
@@ -40,28 +40,28 @@ class LinearStrategy(IncrementalStrategy):
     def __init__(self, host) -> None:
         super().__init__(host)
         self.spills: list[spilling.Spill] = []  # being read back now
-        self.streams: list[sparkflow.SnapshotStream] = []  # being read now
+        self.streams: list[microbatch.SnapshotStream] = []  # being read now
 
-    async def step(self, source: sparkflow.Source, snapshot: bool = False) -> None:
+    async def step(self, source: microbatch.Source, snapshot: bool = False) -> None:
         if snapshot and not self.emits_snapshot:
             return  # no state to build
         host = self.host
         store = host.coord.store
-        estimate = sparkflow.estimated_rows(store, host.inputs, source)
+        estimate = microbatch.estimated_rows(store, host.inputs, source)
         if snapshot and host.output.kind == "diffs" and SPILL_ROWS < estimate <= STREAM_ROWS:
             with store.reading():  # the files it reads stay until the last partition is read
-                stream = await host.spark(sparkflow.stream_delta, store, host.inputs, source,
+                stream = await host.spark(microbatch.stream_delta, store, host.inputs, source,
                                           host.dataflow.delta_sql)
                 if stream is not None:
                     await self._emit_stream(stream, source.as_of)
                     return
         if estimate > SPILL_ROWS:
-            spilled = await host.spark(sparkflow.spill_delta, store, host.inputs, source,
+            spilled = await host.spark(microbatch.spill_delta, store, host.inputs, source,
                                        host.dataflow.delta_sql, self._spill_order(), f"s{host.id}")
             if spilled is not None:
                 await self._emit_spill(spilled)
                 return
-        [table] = await host.spark(sparkflow.run, store, host.inputs, source, [host.dataflow.delta_sql])
+        [table] = await host.spark(microbatch.run, store, host.inputs, source, [host.dataflow.delta_sql])
         await host.emit_changes(await host.off_loop(consolidate, table))
 
     def discard(self) -> None:
@@ -74,7 +74,7 @@ class LinearStrategy(IncrementalStrategy):
         for path in scratch.glob(f"s{self.host.id}-*") if scratch.exists() else []:
             shutil.rmtree(path, ignore_errors=True)
 
-    async def _emit_stream(self, stream: sparkflow.SnapshotStream, ts: int) -> None:
+    async def _emit_stream(self, stream: microbatch.SnapshotStream, ts: int) -> None:
         """A streamed snapshot: the repeated hashes first, then the rows, a chunk at a time.
         Reading waits on Spark's jobs, so it runs on the engine's threads."""
         host = self.host
@@ -93,10 +93,10 @@ class LinearStrategy(IncrementalStrategy):
             stream.close()
             self.streams.remove(stream)
 
-    def _stream_tables(self, stream: sparkflow.SnapshotStream, repeated: pa.Array | None,
+    def _stream_tables(self, stream: microbatch.SnapshotStream, repeated: pa.Array | None,
                        ts: int) -> Iterator[pa.Table]:
         width = stream.width
-        names = [*spilling.data_columns(width), spilling.DIFF]
+        names = [*spilling.data_columns(width), spilling.DELTA_DIFF]
         for chunk in spilling.net_out(_chunks(stream.rows), repeated, names):
             yield output.updates_table(self.host.output, ts, chunk.select(list(range(width))), chunk.column(width))
 
@@ -154,7 +154,7 @@ class LinearStrategy(IncrementalStrategy):
             yield from self.host.tables_of(ts, carry)
 
 
-def _repeated_hashes(spark, stream: sparkflow.SnapshotStream) -> pa.Array | None:
+def _repeated_hashes(spark, stream: microbatch.SnapshotStream) -> pa.Array | None:
     """The hashes that occur more than once in the stream's first pass (None: none do)."""
     parts = [batch.column(0).to_numpy(zero_copy_only=False) for batch in stream.hashes]
     if not parts:

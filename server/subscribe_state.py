@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from planner.dataflow import DIFF as DELTA_DIFF
-from planner.dataflow import TS as DELTA_TS
-from planner.dataflow import AggregatePlan, JoinPlan
+from planner.dataflow import DELTA_DIFF, DELTA_TS, AggregatePlan, JoinPlan
 from planner.errors import SqlError
 from planner.types import SqlType, group_key, row_key
 from spark_backend import pylist

@@ -32,7 +32,7 @@ from server.subscribe_state import (
     difference,
     multiset,
 )
-from spark_backend import dataflow as sparkflow
+from spark_backend import microbatch
 
 Pending = list[tuple[int, dict[str, pa.Table]]]  # (timestamp, collection id → updates) per commit
 
@@ -44,7 +44,7 @@ class Host(Protocol):
     coord: Any  # the coordinator: its store
     stmt: Subscribe
     dataflow: DataflowPlan
-    inputs: list[sparkflow.Input]
+    inputs: list[microbatch.Input]
     views: dict
     types: list
     output: OutputPlan
@@ -118,8 +118,8 @@ class RecomputeStrategy(Strategy):
 
     async def history(self, after: int, upto: int) -> None:
         host = self.host
-        source = sparkflow.History(after, upto)
-        for ts in await host.spark(sparkflow.timestamps, host.coord.store, host.inputs, source):
+        source = microbatch.History(after, upto)
+        for ts in await host.spark(microbatch.timestamps, host.coord.store, host.inputs, source):
             await self._recompute(ts)
 
     async def _recompute(self, ts: int) -> None:
@@ -136,20 +136,20 @@ class IncrementalStrategy(Strategy):
     run through the same `step`."""
 
     async def snapshot(self) -> None:
-        await self.step(sparkflow.Snapshot(self.host.as_of), snapshot=True)
+        await self.step(microbatch.Snapshot(self.host.as_of), snapshot=True)
 
     async def batch(self, pending: Pending) -> None:
         merged: dict[str, list[pa.Table]] = {}
         for _, updates in pending:
             for cid, table in updates.items():
                 merged.setdefault(cid, []).append(table)
-        await self.step(sparkflow.Batch({cid: pa.concat_tables(ts) for cid, ts in merged.items()}))
+        await self.step(microbatch.Batch({cid: pa.concat_tables(ts) for cid, ts in merged.items()}))
 
     async def history(self, after: int, upto: int) -> None:
-        await self.step(sparkflow.History(after, upto))
+        await self.step(microbatch.History(after, upto))
 
     @abstractmethod
-    async def step(self, source: sparkflow.Source, snapshot: bool = False) -> None:
+    async def step(self, source: microbatch.Source, snapshot: bool = False) -> None:
         """Run one source through the dataflow and emit what changed (a snapshot's output
         only WITH (SNAPSHOT), though its state is built either way)."""
 
@@ -168,12 +168,12 @@ class AggregateStrategy(IncrementalStrategy):
         agg = self.host.dataflow.aggregate
         if not agg.float_sql:
             return set()
-        [schema] = await self.host.spark(sparkflow.describe, self.host.inputs, [agg.partial_sql])
+        [schema] = await self.host.spark(microbatch.describe, self.host.inputs, [agg.partial_sql])
         return {j for j in agg.float_sql if pa.types.is_floating(schema.field(f"__s{j}").type)}
 
-    async def step(self, source: sparkflow.Source, snapshot: bool = False) -> None:
+    async def step(self, source: microbatch.Source, snapshot: bool = False) -> None:
         host, state = self.host, self.state
-        tables = await host.spark(sparkflow.run, host.coord.store, host.inputs, source, state.sqls())
+        tables = await host.spark(microbatch.run, host.coord.store, host.inputs, source, state.sqls())
         changes = await host.off_loop(state.apply, tables)
         if snapshot:
             extra = await host.off_loop(state.empty_global)
@@ -191,10 +191,10 @@ class JoinStrategy(IncrementalStrategy):
     async def prepare(self) -> None:
         self.state = JoinState(self.host.dataflow.join)
 
-    async def step(self, source: sparkflow.Source, snapshot: bool = False) -> None:
+    async def step(self, source: microbatch.Source, snapshot: bool = False) -> None:
         host, state = self.host, self.state
-        sides = await host.spark(sparkflow.run, host.coord.store, host.inputs, source, state.sqls())
+        sides = await host.spark(microbatch.run, host.coord.store, host.inputs, source, state.sqls())
         joined = await host.off_loop(state.apply, sides)
         if joined is not None and (self.emits_snapshot or not snapshot):
-            shaped = await host.spark(sparkflow.run_over_table, "__sw_joined", joined, state.plan.post_sql)
+            shaped = await host.spark(microbatch.run_over_table, "__sw_joined", joined, state.plan.post_sql)
             await host.emit_changes(await host.off_loop(consolidate, shaped))

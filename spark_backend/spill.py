@@ -31,11 +31,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from planner.dataflow import DELTA_DIFF, DELTA_TS
 from planner.types import row_key
 from spark_backend import pylist
 
-TS = "__mz_ts"
-DIFF = "__mz_diff"
 HASH = "__h"
 
 CHUNK_ROWS = 65_536  # rows per chunk read back, at most
@@ -76,7 +75,7 @@ class Spill:
     """A result written by Spark: its files per timestamp, in timestamp order."""
 
     path: Path
-    width: int  # data columns, named c0..c{width-1}, then TS, DIFF and (unsorted only) HASH
+    width: int  # data columns, named c0..c{width-1}, then DELTA_TS, DELTA_DIFF and (unsorted only) HASH
     files: dict[int, list[str]] = field(default_factory=dict)
     sorted: bool = False  # consolidated and ordered by Spark; no HASH column
 
@@ -107,8 +106,8 @@ class Spill:
             yield pa.Table.from_batches(group)
 
     def consolidated(self, ts: int, chunk_rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
-        """One timestamp's updates, consolidated, as tables of c0..c{n-1} and DIFF."""
-        names = [*data_columns(self.width), DIFF]
+        """One timestamp's updates, consolidated, as tables of c0..c{n-1} and DELTA_DIFF."""
+        names = [*data_columns(self.width), DELTA_DIFF]
         if self.sorted:
             for table in self.batches(ts, names, chunk_rows):
                 if table.num_rows:
@@ -182,7 +181,7 @@ def _hold(table: pa.Table, held: dict[tuple, list]) -> None:
 
 def write(df: DataFrame, path: Path, single_ts: int | None,
           order: tuple[SortKey, ...] | None = None) -> Spill:
-    """Spill `df` (data columns, then TS and DIFF) into the new folder `path`.
+    """Spill `df` (data columns, then DELTA_TS and DELTA_DIFF) into the new folder `path`.
 
     Without `order`, rows are written as they are with their hash, to be consolidated
     while they are read back. With `order` (WITHIN TIMESTAMP ORDER BY, envelopes), Spark
@@ -190,16 +189,16 @@ def write(df: DataFrame, path: Path, single_ts: int | None,
     in that order. `single_ts`: every row is known to be at that timestamp (a snapshot)."""
     width = len(df.columns) - 2
     names = data_columns(width)
-    df = df.toDF(*names, TS, DIFF)
+    df = df.toDF(*names, DELTA_TS, DELTA_DIFF)
     writer_options = {"compression": "none", "parquet.block.size": str(ROW_GROUP_BYTES)}
     if order is None:
         hashed = F.xxhash64(*[F.col(n) for n in names]) if names else F.lit(0).cast("bigint")
         df = df.withColumn(HASH, hashed)
     else:
-        df = df.groupBy(*names, TS).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
-        keys = [F.col(TS).asc()]
+        df = df.groupBy(*names, DELTA_TS).agg(F.sum(DELTA_DIFF).alias(DELTA_DIFF)).where(F.col(DELTA_DIFF) != 0)
+        keys = [F.col(DELTA_TS).asc()]
         for key in order:
-            col = F.col(DIFF if key.column is None else names[key.column])
+            col = F.col(DELTA_DIFF if key.column is None else names[key.column])
             if key.descending:
                 keys.append(col.desc_nulls_first() if key.nulls_first else col.desc_nulls_last())
             else:
@@ -207,12 +206,12 @@ def write(df: DataFrame, path: Path, single_ts: int | None,
         df = df.orderBy(*keys)
     try:
         if single_ts is not None:
-            df.drop(TS).write.options(**writer_options).parquet(str(path))
+            df.drop(DELTA_TS).write.options(**writer_options).parquet(str(path))
             files = {single_ts: _parquet_files(path)}
         elif order is None:
-            df.write.options(**writer_options).partitionBy(TS).parquet(str(path))
+            df.write.options(**writer_options).partitionBy(DELTA_TS).parquet(str(path))
             files = {int(d.name.split("=", 1)[1]): _parquet_files(d)
-                     for d in path.iterdir() if d.is_dir() and d.name.startswith(f"{TS}=")}
+                     for d in path.iterdir() if d.is_dir() and d.name.startswith(f"{DELTA_TS}=")}
         else:
             # A global sort keeps its order across part files, not across partition folders.
             df.write.options(**writer_options).parquet(str(path))
@@ -229,14 +228,14 @@ def _parquet_files(folder: Path) -> list[str]:
 
 
 def _split_sorted_by_ts(path: Path) -> dict[int, list[str]]:
-    """A globally sorted spill's files per timestamp: each file is split where its TS
+    """A globally sorted spill's files per timestamp: each file is split where its DELTA_TS
     changes, into files of its own (the rows stay in order)."""
     out: dict[int, list[str]] = {}
     for n, source in enumerate(_parquet_files(path)):
-        table = pq.read_table(source, columns=[TS])
+        table = pq.read_table(source, columns=[DELTA_TS])
         if table.num_rows == 0:
             continue
-        ts_values = np.unique(table.column(TS).to_numpy())
+        ts_values = np.unique(table.column(DELTA_TS).to_numpy())
         if len(ts_values) == 1:
             out.setdefault(int(ts_values[0]), []).append(source)
             continue
@@ -245,7 +244,7 @@ def _split_sorted_by_ts(path: Path) -> dict[int, list[str]]:
             target = path / f"split-{n:05d}-{int(ts)}.parquet"
             with pq.ParquetWriter(target, whole.schema_arrow) as writer:
                 for batch in whole.iter_batches(batch_size=CHUNK_ROWS):
-                    part = batch.filter(pc.equal(batch.column(TS), pa.scalar(int(ts), pa.int64())))
+                    part = batch.filter(pc.equal(batch.column(DELTA_TS), pa.scalar(int(ts), pa.int64())))
                     if part.num_rows:
                         writer.write_batch(part)
             out.setdefault(int(ts), []).append(str(target))

@@ -41,7 +41,7 @@ def _spill(tmp_path: Path, rows: list[tuple], hashes: list[int], files: int = 2)
         part = rows[start:start + per]
         table = pa.table({"c0": pa.array([r[0] for r in part], pa.int64()),
                           "c1": pa.array([r[1] for r in part], pa.float64()),
-                          spill.DIFF: pa.array([r[2] for r in part], pa.int64()),
+                          spill.DELTA_DIFF: pa.array([r[2] for r in part], pa.int64()),
                           spill.HASH: pa.array(hashes[start:start + per], pa.int64())})
         target = path / f"part-{n:05d}.parquet"
         pq.write_table(table, target)

@@ -19,8 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from planner.dataflow import DIFF as DELTA_DIFF
-from planner.dataflow import TS as DELTA_TS
+from planner.dataflow import DELTA_DIFF, DELTA_TS
 from planner.errors import SqlError
 from planner.params import literal
 from planner.types import BY_NAME, SqlType
