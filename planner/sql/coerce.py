@@ -223,17 +223,9 @@ def _resolve_unknowns(candidates: Sequence[tuple[str, ...]], args: Sequence[SqlT
 
 def resolve_function(name: str, overloads: Sequence[Function], args: Sequence[SqlType]) -> Function:
     """The catalogued signature a call of `name` means, or PostgreSQL's 42883."""
-    expanded = [_expand(f, len(args)) for f in overloads]
-    try:
-        index = choose(expanded, args)
-    except SqlError as err:
-        raise SqlError(AMBIGUOUS_FUNCTION, f"function {_call_text(name, args)} is not unique",
-                       hint="Could not choose a best candidate function. "
-                            "You might need to add explicit type casts.") from err
-    if index is None:
-        raise SqlError(UNDEFINED_FUNCTION, f"function {_call_text(name, args)} does not exist",
-                       hint="No function matches the given name and argument types. "
-                            "You might need to add explicit type casts.")
+    call = _call_text(name, args)
+    index = _pick([_expand(f, len(args)) for f in overloads], args, "function",
+                  f"function {call} is not unique", f"function {call} does not exist")
     return overloads[index]
 
 
@@ -248,18 +240,24 @@ def _expand(f: Function, nargs: int) -> tuple[str, ...]:
 def resolve_operator(name: str, overloads: Sequence[Operator], args: Sequence[SqlType]) -> Operator:
     """The catalogued operator `name` means for these operands (one for a prefix
     operator), or PostgreSQL's 42883."""
-    sigs = [((o.left,) if o.left else ()) + (o.right,) for o in overloads]
-    try:
-        index = choose(sigs, args)
-    except SqlError as err:
-        raise SqlError(AMBIGUOUS_FUNCTION, f"operator is not unique: {_op_text(name, args)}",
-                       hint="Could not choose a best candidate operator. "
-                            "You might need to add explicit type casts.") from err
-    if index is None:
-        raise SqlError(UNDEFINED_FUNCTION, f"operator does not exist: {_op_text(name, args)}",
-                       hint="No operator matches the given name and argument types. "
-                            "You might need to add explicit type casts.")
+    shown = _op_text(name, args)
+    index = _pick([((o.left,) if o.left else ()) + (o.right,) for o in overloads], args, "operator",
+                  f"operator is not unique: {shown}", f"operator does not exist: {shown}")
     return overloads[index]
+
+
+def _pick(signatures: list[tuple[str, ...]], args: Sequence[SqlType], noun: str, not_unique: str,
+          missing: str) -> int:
+    """`choose`, with PostgreSQL's errors and hints when no signature or several fit."""
+    try:
+        index = choose(signatures, args)
+    except SqlError as err:
+        raise SqlError(AMBIGUOUS_FUNCTION, not_unique, hint=f"Could not choose a best candidate {noun}. "
+                                                            "You might need to add explicit type casts.") from err
+    if index is None:
+        raise SqlError(UNDEFINED_FUNCTION, missing, hint=f"No {noun} matches the given name and argument types. "
+                                                         "You might need to add explicit type casts.")
+    return index
 
 
 def result_type(result: str, params: Sequence[str], args: Sequence[SqlType]) -> SqlType:
