@@ -28,7 +28,7 @@ import pytest
 from psycopg import errors as pgerr
 from psycopg import pq
 
-from tests.support import ServerProcess
+from tests.support import ServerProcess, metric_sum, settled
 
 pytestmark = pytest.mark.slow
 
@@ -205,22 +205,12 @@ def prompt(baseline: float) -> float:
 
 
 def sessions_gauge(server) -> float:
-    for line in server.metrics().splitlines():
-        if line.startswith("sparkwire_sessions "):
-            return float(line.split()[1])
-    return 0.0
+    return metric_sum(server.metrics(), "sparkwire_sessions")
 
 
 def settled_sessions(server) -> float:
     """The open-sessions gauge once connections closed just before have been cleaned up."""
-    last = sessions_gauge(server)
-    for _ in range(50):
-        time.sleep(0.2)
-        now = sessions_gauge(server)
-        if now == last:
-            return now
-        last = now
-    return last
+    return settled(lambda: sessions_gauge(server), polls=50)
 
 
 def psql(server, *args: str, password: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
