@@ -127,8 +127,14 @@ def watchdog(conn: psycopg.Connection, seconds: float = WAIT):
         timer.cancel()
 
 
-def _check_error(conn: psycopg.Connection, sql: str, err: psycopg.Error | None, sqlstate: str,
-                 fragments: tuple[str, ...]) -> psycopg.Error:
+def _expect(conn: psycopg.Connection, sql: str, run, sqlstate: str, fragments: tuple[str, ...]) -> psycopg.Error:
+    """`run()` (under the watchdog) fails with `sqlstate` and a message containing `fragments`."""
+    err = None
+    try:
+        with watchdog(conn):
+            run()
+    except psycopg.Error as exc:
+        err = exc
     if err is None or err.sqlstate is None:
         # No error from the server: the statement ran (a bare SUBSCRIBE started streaming,
         # which psycopg reports without a SQLSTATE). Drop the busy connection and fail.
@@ -142,36 +148,25 @@ def _check_error(conn: psycopg.Connection, sql: str, err: psycopg.Error | None, 
 
 def expect_error(conn: psycopg.Connection, sql: str, sqlstate: str, *fragments: str) -> psycopg.Error:
     """`sql` (simple query protocol) fails with `sqlstate` and a message containing `fragments`."""
-    err = None
-    try:
-        with watchdog(conn):
-            conn.execute(sql)
-    except psycopg.Error as exc:
-        err = exc
-    return _check_error(conn, sql, err, sqlstate, fragments)
+    return _expect(conn, sql, lambda: conn.execute(sql), sqlstate, fragments)
 
 
 def expect_stream_error(conn: psycopg.Connection, sql: str, sqlstate: str, *fragments: str) -> psycopg.Error:
     """The same through the extended protocol (psycopg's stream(): Parse/Bind/Describe/Execute)."""
-    err = None
-    try:
-        with watchdog(conn):
-            for _ in conn.cursor().stream(sql):
-                break
-    except psycopg.Error as exc:
-        err = exc
-    return _check_error(conn, sql, err, sqlstate, fragments)
+    def run() -> None:
+        for _ in conn.cursor().stream(sql):
+            break
+
+    return _expect(conn, sql, run, sqlstate, fragments)
 
 
 def expect_copy_error(conn: psycopg.Connection, sql: str, sqlstate: str, *fragments: str) -> psycopg.Error:
     """The same as COPY (...) TO STDOUT."""
-    err = None
-    try:
-        with watchdog(conn), conn.cursor().copy(f"COPY ({sql}) TO STDOUT") as copy:
+    def run() -> None:
+        with conn.cursor().copy(f"COPY ({sql}) TO STDOUT") as copy:
             list(copy)
-    except psycopg.Error as exc:
-        err = exc
-    return _check_error(conn, sql, err, sqlstate, fragments)
+
+    return _expect(conn, sql, run, sqlstate, fragments)
 
 
 def assert_usable(conn: psycopg.Connection) -> None:
