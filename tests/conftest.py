@@ -5,17 +5,13 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.support import ServerProcess
+from tests.support import running_server
 
 
 @pytest.fixture(scope="module")
 def server():
-    proc = ServerProcess().start()
-    try:
-        proc.wait_ready()
+    with running_server() as proc:
         yield proc
-    finally:
-        proc.cleanup()
 
 
 @pytest.fixture

@@ -20,13 +20,13 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
 
-from tests.support import free_port, metric
+from tests.support import ServerProcess, free_port, metric, running_server
 
 # The servers of the cluster and Connect modules leave a Kafka backlog of this many records
 # or more to Spark's tasks (--kafka-spark-reads), as check_backlog_read_by_spark needs.
@@ -209,6 +209,13 @@ class SparkDaemons:
             log.close()
         if not os.environ.get("KEEP_SPARK_TEST_DIRS"):
             shutil.rmtree(self.base, ignore_errors=True)
+
+
+def spark_server(master: str, *extra_args: str) -> AbstractContextManager[ServerProcess]:
+    """A running sparkwire server whose Spark is `master`, leaving Kafka backlogs of
+    SPARK_READS records or more to Spark's tasks."""
+    return running_server(ready_timeout=180, extra_args=[
+        "--spark-master", master, "--kafka-spark-reads", str(SPARK_READS), *extra_args])
 
 
 # -- Kafka: the one place Spark runs sparkwire's own Python -----------------------------

@@ -1,10 +1,13 @@
 """Starting a real sparkwire server process for integration tests, and what the tests that
-talk to one share: fresh relation names, autocommit connections, the server's clock."""
+talk to one share: fresh relation names, autocommit connections, the server's clock, its
+/metrics and /health pages, and a SUBSCRIBE read through DECLARE/FETCH."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import re
 import shutil
 import signal
 import socket
@@ -12,8 +15,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Self
 
 import psycopg
 
@@ -107,6 +113,69 @@ class ServerProcess:
             self.log_path.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def running_server(ready_timeout: float = 120.0, password: str | None = None,
+                   **kw) -> Iterator[ServerProcess]:
+    """A started server whose Spark answers, removed (with its own data dir) afterwards;
+    `kw` goes to ServerProcess."""
+    proc = ServerProcess(**kw).start()
+    try:
+        proc.wait_ready(timeout=ready_timeout, password=password)
+        yield proc
+    finally:
+        proc.cleanup()
+
+
+@contextlib.contextmanager
+def tls_server(password: str, *extra_args: str) -> Iterator[ServerProcess]:
+    """A running server with a fresh self-signed certificate that asks for `password`."""
+    certs = Path(tempfile.mkdtemp(prefix="sparkwire-tls-"))
+    try:
+        cert, key = self_signed_cert(certs)
+        with running_server(password=password, env={"SPARKWIRE_PASSWORD": password},
+                            extra_args=["--tls-cert", str(cert), "--tls-key", str(key), *extra_args]) as proc:
+            yield proc
+    finally:
+        shutil.rmtree(certs, ignore_errors=True)
+
+
+class Node:
+    """The server on one data directory that outlives its processes: restartable, kill -9
+    included; `proc` is the current process."""
+
+    def __init__(self, prefix: str) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix=prefix))
+        self.data_dir = str(self.base / "data")
+        self.proc: ServerProcess | None = None
+
+    def start(self) -> ServerProcess:
+        self.proc = ServerProcess(data_dir=self.data_dir).start()
+        self.proc.wait_ready()
+        return self.proc
+
+    def kill9(self) -> None:
+        self.proc.kill9()
+        self.proc.stop()  # closes the log file; the process is already gone
+
+    def restart_after_kill9(self) -> ServerProcess:
+        self.kill9()
+        return self.start()
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.proc.dsn, autocommit=True)
+
+    def close(self, kill: bool = False, keep_dir: bool = False) -> None:
+        """Stop the server (`kill`: with kill -9, when the data is thrown away anyway) and
+        remove the data directory unless `keep_dir`."""
+        if self.proc is not None:
+            if kill:
+                self.kill9()
+            else:
+                self.proc.stop()
+        if not keep_dir:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
 _names = itertools.count(1)
 
 
@@ -117,6 +186,50 @@ def fresh(prefix: str) -> str:
 
 def connect(server: ServerProcess, **kw) -> psycopg.Connection:
     return psycopg.connect(server.dsn, autocommit=True, **kw)
+
+
+class Subscriber:
+    """A SUBSCRIBE (or any query) read through DECLARE ... CURSOR and FETCH on a connection
+    of its own: DECLARE needs a transaction, which stays open until close(). Subclasses say
+    what a fetch keeps of the rows (`fetch`) and what they wait for (`fetch_until`)."""
+
+    def __init__(self, server: ServerProcess, sql: str, cursor: str = "c") -> None:
+        self.sql = sql
+        self.cursor_name = cursor
+        self.conn = connect(server)
+        self.conn.execute("BEGIN")
+        self.cur = self.conn.cursor()
+        self.cur.execute(f"DECLARE {cursor} CURSOR FOR {sql}")
+
+    def fetch_rows(self, timeout: str | None = "0.5s", count: str = "ALL") -> list[tuple]:
+        """One FETCH, waiting up to `timeout` for a first row (None: as long as it takes)."""
+        opt = f" WITH (timeout = '{timeout}')" if timeout is not None else ""
+        self.cur.execute(f"FETCH {count} {self.cursor_name}{opt}")
+        return self.cur.fetchall()
+
+    def fetch(self) -> object:
+        return self.fetch_rows()
+
+    def fetch_until(self, done: Callable[[], object], timeout: float, describe: Callable[[], str],
+                    collect: Callable[[object], object] | None = None) -> None:
+        """fetch() until `done()` holds, handing each fetch's result to `collect`; past
+        `timeout` seconds fail with `describe()`."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(describe())
+            got = self.fetch()
+            if collect is not None:
+                collect(got)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def now_ms() -> int:
@@ -136,16 +249,74 @@ def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = 
         time.sleep(interval)
 
 
-def metric(text: str, name: str, **labels: object) -> float | None:
-    """The value of one labelled series in a Prometheus text exposition, or None if absent."""
-    want = {k: str(v) for k, v in labels.items()}
+# One series of the exposition: name{label="value",...} value (labels optional).
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+_UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+def samples(text: str) -> Iterator[tuple[str, dict[str, str], float]]:
+    """The series of a Prometheus text exposition: (name, labels, value), comments skipped."""
     for line in text.splitlines():
-        if line.startswith(name + "{"):
-            inside, value = line[len(name) + 1:].rsplit("} ", 1)
-            found = dict(part.split("=", 1) for part in inside.split(","))
-            if {k: v.strip('"') for k, v in found.items()} == want:
-                return float(value)
+        found = _SAMPLE.match(line)
+        if found is None:
+            continue
+        name, inside, value = found.groups()
+        labels = {k: re.sub(r"\\.", lambda m: _UNESCAPE.get(m.group(), m.group()), v)
+                  for k, v in _LABEL.findall(inside or "")}
+        yield name, labels, float(value)
+
+
+def metric(text: str, name: str, **labels: object) -> float | None:
+    """The value of the series `name` with exactly these labels, or None if absent."""
+    want = {k: str(v) for k, v in labels.items()}
+    for found, got, value in samples(text):
+        if found == name and got == want:
+            return value
     return None
+
+
+def metric_sum(text: str, name: str) -> float:
+    """The sum over every series of `name` whatever its labels (0 when there is none)."""
+    return sum((value for found, _, value in samples(text) if found == name), 0.0)
+
+
+def metric_by(text: str, name: str, label: str) -> dict[str, float]:
+    """The series of `name`, keyed by the value of one of their labels."""
+    return {got[label]: value for found, got, value in samples(text) if found == name and label in got}
+
+
+def settled(read: Callable[[], float], polls: int, interval: float = 0.2) -> float:
+    """`read()` once two reads `interval` apart agree (or after `polls` reads): a gauge that
+    work ending asynchronously (closed sessions, cancelled subscriptions) still moves."""
+    previous = read()
+    for _ in range(polls):
+        time.sleep(interval)
+        now = read()
+        if now == previous:
+            return now
+        previous = now
+    return previous
+
+
+def health(port: int) -> tuple[int, str] | None:
+    """The status and text of the server's /health page, or None while nothing listens."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return None
+
+
+def error_of(conn: psycopg.Connection, sql: str) -> psycopg.Error:
+    """The error of a statement that must fail."""
+    import pytest  # here: the benchmarks use this module without pytest
+
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(sql)
+    return info.value
 
 
 def self_signed_cert(folder: Path) -> tuple[Path, Path]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, ServerProcess, self_signed_cert
+from tests.support import ROOT, tls_server
 
 JDBC_JAR = "/usr/share/java/postgresql.jar"
 PASSWORD = "jdbc-pw"
@@ -38,16 +38,8 @@ def compiled():
 
 @pytest.fixture(scope="module")
 def server():
-    certs = Path(tempfile.mkdtemp(prefix="sparkwire-jdbc-tls-"))
-    cert, key = self_signed_cert(certs)
-    proc = ServerProcess(env={"SPARKWIRE_PASSWORD": PASSWORD},
-                         extra_args=["--tls-cert", str(cert), "--tls-key", str(key), "--require-tls"]).start()
-    try:
-        proc.wait_ready(password=PASSWORD)
+    with tls_server(PASSWORD, "--require-tls") as proc:
         yield proc
-    finally:
-        proc.cleanup()
-        shutil.rmtree(certs, ignore_errors=True)
 
 
 def _run(compiled, server, options: str) -> dict[str, list[list[str]]]:

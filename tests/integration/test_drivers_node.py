@@ -13,12 +13,10 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, ServerProcess, self_signed_cert
+from tests.support import ROOT, tls_server
 
 NODE_DIR = ROOT / "tests" / "node"
 PASSWORD = "node-pw"
@@ -37,16 +35,8 @@ def node():
 
 @pytest.fixture(scope="module")
 def server():
-    certs = Path(tempfile.mkdtemp(prefix="sparkwire-node-tls-"))
-    cert, key = self_signed_cert(certs)
-    proc = ServerProcess(env={"SPARKWIRE_PASSWORD": PASSWORD},
-                         extra_args=["--tls-cert", str(cert), "--tls-key", str(key)]).start()
-    try:
-        proc.wait_ready(password=PASSWORD)
+    with tls_server(PASSWORD) as proc:
         yield proc
-    finally:
-        proc.cleanup()
-        shutil.rmtree(certs, ignore_errors=True)
 
 
 def test_node_postgres_first_day(node, server):

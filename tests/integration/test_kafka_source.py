@@ -41,7 +41,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support import ServerProcess, free_port, metric
+from tests.support import Node, free_port, metric
+from tests.support import error_of as refused
 from tests.tls_proxy import Certificates, TlsProxy
 
 NOIDA = Path(sys.executable).parent / "noida-db"
@@ -158,32 +159,6 @@ class Broker:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-class Node:
-    """The sparkwire server on one data directory, restartable (kill -9 included)."""
-
-    def __init__(self) -> None:
-        self.base = Path(tempfile.mkdtemp(prefix="sparkwire-kafka-node-"))
-        self.data_dir = str(self.base / "data")
-        self.proc: ServerProcess | None = None
-
-    def start(self) -> None:
-        self.proc = ServerProcess(data_dir=self.data_dir).start()
-        self.proc.wait_ready()
-
-    def kill9(self) -> None:
-        self.proc.kill9()
-        self.proc.stop()  # closes the log file
-
-    def connect(self) -> psycopg.Connection:
-        return psycopg.connect(self.proc.dsn, autocommit=True)
-
-    def close(self) -> None:
-        if self.proc is not None:
-            self.kill9()  # the data is thrown away: no need to wait for a clean shutdown
-        if not os.environ.get("KEEP_KAFKA_TEST_DIRS"):
-            shutil.rmtree(self.base, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def broker():
     b = Broker()
@@ -196,7 +171,7 @@ def broker():
 
 @pytest.fixture(scope="module")
 def node(broker):
-    n = Node()
+    n = Node(prefix="sparkwire-kafka-node-")
     try:
         n.start()
         with n.connect() as c:
@@ -204,7 +179,8 @@ def node(broker):
             c.execute(f"CREATE CONNECTION kafka TO KAFKA (BROKER '{broker.bootstrap}')")
         yield n
     finally:
-        n.close()
+        # The data is thrown away: no need to wait for a clean shutdown.
+        n.close(kill=True, keep_dir=bool(os.environ.get("KEEP_KAFKA_TEST_DIRS")))
 
 
 @pytest.fixture
@@ -257,13 +233,6 @@ def wait_rows(conn, sql: str, expected: list[tuple], timeout: float = 60.0) -> N
     except pytest.fail.Exception:
         assert last == expected
         raise
-
-
-def refused(conn, sql: str) -> psycopg.Error:
-    """The error of a statement that must fail."""
-    with pytest.raises(psycopg.Error) as exc:
-        conn.execute(sql)
-    return exc.value
 
 
 def read_error(conn, sql: str) -> psycopg.Error | None:

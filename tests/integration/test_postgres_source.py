@@ -35,7 +35,7 @@ import psycopg
 import pytest
 
 from tests.pgserver import PG_BIN, PostgresServer
-from tests.support import free_port, metric
+from tests.support import Subscriber, free_port, metric
 from tests.support import wait_until as support_wait_until
 
 pytestmark = pytest.mark.slow
@@ -634,20 +634,16 @@ def test_table_added_later_joins_without_gap_or_duplicate(server, upstream, shop
     assert [s[1] for s in slots] == [False], f"one slot for the source, no temporary one left: {slots}"
 
 
-class Subscription:
-    """SUBSCRIBE through DECLARE/FETCH on its own connection; collects (ts, progressed, diff, row)."""
+class Subscription(Subscriber):
+    """SUBSCRIBE (query) WITH (options); collects (ts, progressed, diff, row) of its data."""
 
     def __init__(self, server, query: str, options: str = "PROGRESS") -> None:
-        self.conn = sw(server)
-        self.conn.execute("BEGIN")
-        self.cur = self.conn.cursor()
-        self.cur.execute(f"DECLARE c CURSOR FOR SUBSCRIBE ({query}) WITH ({options})")
+        super().__init__(server, f"SUBSCRIBE ({query}) WITH ({options})")
         self.rows: list[tuple[int, bool, int | None, tuple]] = []
         self.frontier = 0
 
     def fetch(self) -> None:
-        self.cur.execute("FETCH ALL c WITH (timeout = '0.5s')")
-        for r in self.cur.fetchall():
+        for r in self.fetch_rows("0.5s"):
             ts, progressed, diff, data = int(r[0]), bool(r[1]), r[2], tuple(r[3:])
             if progressed:
                 self.frontier = max(self.frontier, ts)
@@ -659,14 +655,7 @@ class Subscription:
         return [(ts, diff, row) for ts, _, diff, row in self.rows]
 
     def until(self, predicate, timeout: float, message: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {message}; got {self.rows[-10:]}")
-            self.fetch()
-
-    def close(self) -> None:
-        self.conn.close()
+        self.fetch_until(predicate, timeout, lambda: f"timed out waiting for {message}; got {self.rows[-10:]}")
 
 
 def test_upstream_transaction_lands_at_one_timestamp(server, upstream, shop):

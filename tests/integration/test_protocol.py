@@ -28,7 +28,8 @@ import pytest
 from psycopg import errors as pgerr
 from psycopg import pq
 
-from tests.support import ServerProcess
+from tests.support import ServerProcess, metric_sum, settled
+from tests.wire import PROTOCOL_3, cstr, message, startup_packet
 
 pytestmark = pytest.mark.slow
 
@@ -36,26 +37,12 @@ PSQL = "/usr/bin/psql"
 PASSWORD = "s3cret"
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
-PROTOCOL_3 = 196608
 INT4_OID, TEXT_OID = 23, 25
 
 
 # --------------------------------------------------------------------------
 # A tiny raw pgwire client: enough to send exact bytes and read every message back
 # --------------------------------------------------------------------------
-
-
-def startup_packet(params: dict[str, str]) -> bytes:
-    body = b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in params.items()) + b"\0"
-    return struct.pack("!ii", len(body) + 8, PROTOCOL_3) + body
-
-
-def message(code: bytes, payload: bytes = b"") -> bytes:
-    return code + struct.pack("!i", len(payload) + 4) + payload
-
-
-def cstr(text: str) -> bytes:
-    return text.encode() + b"\0"
 
 
 def query_msg(sql: str) -> bytes:
@@ -205,22 +192,12 @@ def prompt(baseline: float) -> float:
 
 
 def sessions_gauge(server) -> float:
-    for line in server.metrics().splitlines():
-        if line.startswith("sparkwire_sessions "):
-            return float(line.split()[1])
-    return 0.0
+    return metric_sum(server.metrics(), "sparkwire_sessions")
 
 
 def settled_sessions(server) -> float:
     """The open-sessions gauge once connections closed just before have been cleaned up."""
-    last = sessions_gauge(server)
-    for _ in range(50):
-        time.sleep(0.2)
-        now = sessions_gauge(server)
-        if now == last:
-            return now
-        last = now
-    return last
+    return settled(lambda: sessions_gauge(server), polls=50)
 
 
 def psql(server, *args: str, password: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

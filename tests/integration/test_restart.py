@@ -9,54 +9,20 @@ The module runs its own server on a data directory it keeps across restarts
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from decimal import Decimal
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from tests.support import ServerProcess
-
-
-class Node:
-    """The current server process on one data directory, restartable."""
-
-    def __init__(self) -> None:
-        self.base = Path(tempfile.mkdtemp(prefix="sparkwire-restart-"))
-        self.data_dir = str(self.base / "data")
-        self.proc: ServerProcess | None = None
-
-    def start(self) -> ServerProcess:
-        self.proc = ServerProcess(data_dir=self.data_dir).start()
-        self.proc.wait_ready()
-        return self.proc
-
-    def kill9(self) -> None:
-        self.proc.kill9()
-        self.proc.stop()  # closes the log file; the process is already gone
-
-    def restart_after_kill9(self) -> ServerProcess:
-        self.kill9()
-        return self.start()
-
-    def connect(self) -> psycopg.Connection:
-        return psycopg.connect(self.proc.dsn, autocommit=True)
-
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.stop()
-        shutil.rmtree(self.base, ignore_errors=True)
+from tests.support import Node, ServerProcess, health
 
 
 @pytest.fixture(scope="module")
 def node():
-    n = Node()
+    n = Node(prefix="sparkwire-restart-")
     try:
         n.start()
         yield n
@@ -306,16 +272,6 @@ def test_compaction_leaves_a_big_file_and_keeps_its_retractions(node):
 
 # -- health ---------------------------------------------------------------------------
 
-def _health(port: int) -> tuple[int, str] | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-    except OSError:
-        return None  # not listening yet
-
-
 def test_health_follows_spark_start(node):
     """The container's HEALTHCHECK: /health is 503 while Spark starts, 200 once it answers."""
     node.kill9()
@@ -323,7 +279,7 @@ def test_health_follows_spark_start(node):
     answers = []
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not answers or answers[-1][0] != 200):
-        got = _health(node.proc.metrics_port)
+        got = health(node.proc.metrics_port)
         if got is not None:
             answers.append(got)
         time.sleep(0.05)

@@ -19,14 +19,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from tests.support import ROOT, ServerProcess, free_port, wait_until
+from tests.support import ROOT, ServerProcess, free_port, health, running_server, wait_until
 
 PASSWORD = "pw-7c1e9d-never-echoed"
 SECRET_VALUE = "sekret-5f2a91-plaintext"
@@ -42,13 +40,9 @@ def workdir():
 
 @pytest.fixture(scope="module")
 def server(workdir):
-    proc = ServerProcess(env={"SPARKWIRE_PASSWORD": PASSWORD}, cwd=str(workdir),
-                         extra_args=["--log-level", "debug"]).start()
-    try:
-        proc.wait_ready(password=PASSWORD)
+    with running_server(password=PASSWORD, env={"SPARKWIRE_PASSWORD": PASSWORD}, cwd=str(workdir),
+                        extra_args=["--log-level", "debug"]) as proc:
         yield proc
-    finally:
-        proc.cleanup()
 
 
 @pytest.fixture
@@ -249,13 +243,7 @@ def test_password_file_and_health_when_the_jvm_goes_away():
 
 
 def _health(port: int) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-    except OSError:
-        return 0, ""
+    return health(port) or (0, "")  # (0, "") while nothing listens
 
 
 def _cmdline(pid: int) -> list[str]:

@@ -15,42 +15,16 @@ import re
 
 import pytest
 
-from tests.integration.test_sql import (  # noqa: F401 - collected and run here
-    people,
-    test_insert_select,
-    test_issue_example,
-    test_queries,
-    test_select_as_of,
-    test_transaction_commits_atomically,
-    test_update_and_delete_row_counts,
-    test_views_and_drop,
-    typed,
-)
-from tests.integration.test_sql import (  # noqa: F401
-    test_every_type_reads_back_through_psycopg as test_every_type_reads_back,
-)
-from tests.integration.test_subscribe import (  # noqa: F401 - collected and run here
-    clock,
-    shape_run,
-    test_as_of_replays_history_and_up_to_ends,
-    test_copy_and_bare_subscribe_end_with_up_to,
-    test_copy_subscribe_streams_rows_until_cancelled,
-    test_declare_fetch_forms,
-    test_fetch_without_timeout_waits_for_a_row,
-    test_stream_extended_protocol_stopped_by_cancel,
-    test_subscribe_shape_matches_select_as_of,
-    test_update_is_retraction_and_insertion_at_one_timestamp,
-)
+# The shared table, SUBSCRIBE and Kafka tests and fixtures, collected and run here.
+from tests.cluster_suite import *
 from tests.spark_cluster import (
-    SPARK_READS,
     SparkDaemons,
     check_backlog_read_by_spark,
     check_kafka_decoding,
     check_upsert_ingests,
     get_json,
-    kafka_broker,
+    spark_server,
 )
-from tests.support import ServerProcess
 
 # Small enough for two one-core workers on a two-core machine.
 EXECUTOR_CONF = {
@@ -76,15 +50,9 @@ def cluster():
 @pytest.fixture(scope="module")
 def server(cluster):
     _, standalone = cluster
-    args = ["--spark-master", standalone.master_url, "--kafka-spark-reads", str(SPARK_READS)]
-    for key, value in EXECUTOR_CONF.items():
-        args += ["--spark-conf", f"{key}={value}"]
-    proc = ServerProcess(extra_args=args).start()
-    try:
-        proc.wait_ready(timeout=180)
+    conf = [arg for key, value in EXECUTOR_CONF.items() for arg in ("--spark-conf", f"{key}={value}")]
+    with spark_server(standalone.master_url, *conf) as proc:
         yield proc
-    finally:
-        proc.cleanup()
 
 
 # -- the work ran on the cluster ---------------------------------------------------------
@@ -131,12 +99,6 @@ def test_queries_run_as_tasks_on_both_workers(cluster, server, conn):
     assert len(after) == 2, f"expected one executor per worker, found logs {sorted(after)}"
     assert sum(after.values()) > sum(before.values()), (before, after)
     assert all(n > 0 for n in after.values()), f"a worker ran no task: {after}"
-
-
-@pytest.fixture(scope="module")
-def broker(server):
-    with kafka_broker(server) as b:
-        yield b
 
 
 def test_kafka_records_decoded_by_executors(conn, broker):

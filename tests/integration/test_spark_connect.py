@@ -15,42 +15,16 @@ import re
 import psycopg
 import pytest
 
-from tests.integration.test_sql import (  # noqa: F401 - collected and run here
-    people,
-    test_insert_select,
-    test_issue_example,
-    test_queries,
-    test_select_as_of,
-    test_transaction_commits_atomically,
-    test_update_and_delete_row_counts,
-    test_views_and_drop,
-    typed,
-)
-from tests.integration.test_sql import (  # noqa: F401
-    test_every_type_reads_back_through_psycopg as test_every_type_reads_back,
-)
-from tests.integration.test_subscribe import (  # noqa: F401 - collected and run here
-    clock,
-    shape_run,
-    test_as_of_replays_history_and_up_to_ends,
-    test_copy_and_bare_subscribe_end_with_up_to,
-    test_copy_subscribe_streams_rows_until_cancelled,
-    test_declare_fetch_forms,
-    test_fetch_without_timeout_waits_for_a_row,
-    test_stream_extended_protocol_stopped_by_cancel,
-    test_subscribe_shape_matches_select_as_of,
-    test_update_is_retraction_and_insertion_at_one_timestamp,
-)
+# The shared table, SUBSCRIBE and Kafka tests and fixtures, collected and run here.
+from tests.cluster_suite import *
 from tests.spark_cluster import (
-    SPARK_READS,
     SparkDaemons,
     check_backlog_read_by_spark,
     check_kafka_decoding,
     check_upsert_ingests,
     get_json,
-    kafka_broker,
+    spark_server,
 )
-from tests.support import ServerProcess
 
 
 class ConnectServer:
@@ -77,13 +51,8 @@ def connect_server():
 
 @pytest.fixture(scope="module")
 def server(connect_server):
-    proc = ServerProcess(extra_args=["--spark-master", connect_server.url,
-                                     "--kafka-spark-reads", str(SPARK_READS)]).start()
-    try:
-        proc.wait_ready(timeout=180)
+    with spark_server(connect_server.url) as proc:
         yield proc
-    finally:
-        proc.cleanup()
 
 
 # -- the work went through Spark Connect -------------------------------------------------
@@ -128,12 +97,6 @@ def test_subscribe_micro_batches_run_on_the_connect_server(connect_server, serve
     assert [(d, n) for _, d, n in first] == [(1, 1)]
     assert sorted((d, n) for _, d, n in changes) == [(-1, 1), (1, 2)]
     assert len(connect_server.jobs()) > before, "the micro-batch ran no job on the Connect server"
-
-
-@pytest.fixture(scope="module")
-def broker(server):
-    with kafka_broker(server) as b:
-        yield b
 
 
 def test_kafka_records_decoded_by_the_connect_server(conn, broker):

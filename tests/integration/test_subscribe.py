@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from psycopg import errors as pgerr
 
-from tests.support import connect, fresh, now_ms
+from tests.support import Subscriber, connect, fresh, metric_sum, now_ms, settled
 from tests.support import wait_until as support_wait_until
 
 pytestmark = pytest.mark.slow
@@ -118,39 +118,27 @@ class StreamChecker:
         return sorted({t for t, _, _ in self.data})
 
 
-class Feed:
-    """A subscription read through DECLARE ... CURSOR and FETCH on its own connection."""
+class Feed(Subscriber):
+    """A subscription whose rows `StreamChecker` checks and accumulates as they arrive."""
 
     def __init__(self, server, sql: str, progress: bool = True, cursor: str = "c") -> None:
-        self.sql = sql
-        self.cursor_name = cursor
-        self.conn = connect(server)
-        self.conn.execute("BEGIN")
-        self.cur = self.conn.cursor()
-        self.cur.execute(f"DECLARE {cursor} CURSOR FOR {sql}")
+        super().__init__(server, sql, cursor)
         self.check = StreamChecker(progress)
         self.description = None
 
     def fetch(self, timeout: str | None = "0.2s", count: str = "ALL") -> list[tuple]:
-        opt = f" WITH (timeout = '{timeout}')" if timeout is not None else ""
-        self.cur.execute(f"FETCH {count} {self.cursor_name}{opt}")
+        rows = self.fetch_rows(timeout, count)
         self.description = [(d.name, d.type_code) for d in self.cur.description]
-        return [self.check.add(r) for r in self.cur.fetchall()]
+        return [self.check.add(r) for r in rows]
 
     def until(self, predicate, timeout: float = 90.0, message: str = "rows") -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate(self):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {message} on {self.sql!r}; "
-                                     f"got {self.check.data[-10:]}, frontier {self.check.frontier}")
-            self.fetch()
+        self.fetch_until(lambda: predicate(self), timeout,
+                         lambda: f"timed out waiting for {message} on {self.sql!r}; "
+                                 f"got {self.check.data[-10:]}, frontier {self.check.frontier}")
 
     def until_frontier(self, ts: int, timeout: float = 90.0) -> None:
         self.until(lambda f: f.check.frontier is not None and f.check.frontier > ts, timeout,
                    f"progress past {ts}")
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 class Clock:
@@ -250,35 +238,62 @@ def open_feeds(server, sqls: dict[str, str], progress: bool = True) -> dict:
         return {name: f.result() for name, f in futures.items()}
 
 
+class OracleRun:
+    """Subscriptions (WITH PROGRESS) to `queries`, each compared with the one-shot
+    `SELECT ... AS OF` of its query at the timestamps a test names; `history` (what the test
+    committed) goes into a failure's message."""
+
+    def __init__(self, server, queries: dict[str, str],
+                 normalize: Callable[[collections.Counter], collections.Counter] = lambda c: c) -> None:
+        self.queries = queries
+        self.normalize = normalize
+        self.history: list[str] = []
+        self.oracle = Oracle(server)
+        self.feeds = open_feeds(server, {name: f"SUBSCRIBE ({q}) WITH (PROGRESS)" for name, q in queries.items()})
+
+    def refused(self) -> dict:
+        """name → the error of each subscription that did not open."""
+        return {name: f for name, f in self.feeds.items() if not isinstance(f, Feed)}
+
+    def as_of(self, message: str) -> dict[str, int]:
+        """name → the AS OF of each subscription: the timestamp of its first progress row."""
+        for feed in self.feeds.values():
+            feed.until(lambda f: f.check.frontier is not None, message=message)
+        return {name: feed.check.progress_ts[0] for name, feed in self.feeds.items()}
+
+    def compare(self, stamp: dict[str, int]) -> None:
+        """Each subscription's accumulated output at stamp[name] equals its query AS OF then."""
+        results = self.oracle.submit({name: (self.queries[name], stamp[name]) for name in self.feeds})
+        for name, feed in self.feeds.items():
+            feed.until_frontier(stamp[name])
+        for name, want in results().items():
+            assert not isinstance(want, BaseException), f"{name}: SELECT AS OF {stamp[name]}: {want}"
+            got = self.normalize(self.feeds[name].check.state_at(stamp[name]))
+            assert got == self.normalize(want), (
+                f"{name} at {stamp[name]}: SUBSCRIBE accumulated {dict(got)}, SELECT AS OF gives "
+                f"{dict(self.normalize(want))}\nhistory:\n" + "\n".join(self.history))
+
+    def close(self) -> None:
+        for feed in self.feeds.values():
+            if isinstance(feed, Feed):
+                feed.close()
+        self.oracle.close()
+
+
 # --------------------------------------------------------------------------- server observation
 
 
-def metric_sum(server, name: str) -> float:
-    total = 0.0
-    for line in server.metrics().splitlines():
-        if line.startswith((name + "{", name + " ")):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
 def active_subscriptions(server) -> int:
-    return int(metric_sum(server, "sparkwire_active_subscriptions"))
+    return int(metric_sum(server.metrics(), "sparkwire_active_subscriptions"))
 
 
 def batches_run(server) -> int:
-    return int(metric_sum(server, "sparkwire_subscribe_batch_seconds_count"))
+    return int(metric_sum(server.metrics(), "sparkwire_subscribe_batch_seconds_count"))
 
 
 def settled_active(server) -> int:
     """Active subscriptions once those of earlier tests (ending asynchronously) are gone."""
-    previous = active_subscriptions(server)
-    for _ in range(40):
-        time.sleep(0.2)
-        now = active_subscriptions(server)
-        if now == previous:
-            return now
-        previous = now
-    return previous
+    return settled(lambda: active_subscriptions(server), polls=40)
 
 
 def wait_active(server, expected: int, timeout: float = 2.0) -> float:
@@ -957,53 +972,32 @@ ORACLE_QUERIES = {
 @given(initial=st.lists(st.tuples(KEYS, GROUPS, VALUES), max_size=5), transactions=TRANSACTIONS)
 def test_randomized_subscribe_equals_select_as_of(server, clock, initial, transactions):
     admin = connect(server)
-    oracle = Oracle(server)
     a, b = fresh("ra"), fresh("rb")
     admin.execute(f"CREATE TABLE {a} (k int, g text, v int)")
     admin.execute(f"CREATE TABLE {b} (k int, w text)")
     setup = [f"INSERT INTO {a} VALUES ({k}, '{g}', {'NULL' if v is None else v})" for k, g, v in initial]
     setup.append(f"INSERT INTO {b} VALUES (0, 'p'), (1, 'q'), (3, 'p')")
     clock.commit(admin, setup)
-    queries = {name: q.format(a=a, b=b) for name, q in ORACLE_QUERIES.items()}
-    feeds = open_feeds(server, {name: f"SUBSCRIBE ({q}) WITH (PROGRESS)" for name, q in queries.items()})
-    log: list[str] = []
-
-    def compare(stamp: dict[str, int]) -> None:
-        results = oracle.submit({name: (queries[name], stamp[name]) for name in feeds})
-        for name, feed in feeds.items():
-            feed.until_frontier(stamp[name])
-        wanted = results()
-        for name, want in wanted.items():
-            assert not isinstance(want, BaseException), f"{name}: SELECT AS OF {stamp[name]}: {want}"
-            got = feeds[name].check.state_at(stamp[name])
-            assert got == want, (f"{name} at {stamp[name]}: SUBSCRIBE accumulated {dict(got)}, "
-                                 f"SELECT AS OF gives {dict(want)}\nhistory:\n" + "\n".join(log))
-
+    run = OracleRun(server, {name: q.format(a=a, b=b) for name, q in ORACLE_QUERIES.items()})
     try:
-        failed = {name: f for name, f in feeds.items() if not isinstance(f, Feed)}
+        failed = run.refused()
         assert not failed, f"SUBSCRIBE refused: {failed}"
-        stamps = {}
-        for feed in feeds.values():
-            feed.until(lambda f: f.check.frontier is not None, message="the snapshot")
-        snap = {name: feed.check.progress_ts[0] for name, feed in feeds.items()}  # the AS OF
+        snap = run.as_of("the snapshot")
         stamps = {name: {ts} for name, ts in snap.items()}
-        compare(snap)
+        run.compare(snap)
         for statements in transactions:
             sqls = [_sql(op, a, b) for op in statements]
             ts = clock.commit(admin, sqls)
-            log.append(f"{ts}: {sqls}")
-            for name in feeds:
+            run.history.append(f"{ts}: {sqls}")
+            for name in run.feeds:
                 stamps[name].add(ts)
-            compare(dict.fromkeys(feeds, ts))
-        for name, feed in feeds.items():
+            run.compare(dict.fromkeys(run.feeds, ts))
+        for name, feed in run.feeds.items():
             extra = set(feed.check.data_timestamps()) - stamps[name]
             assert not extra, f"{name}: data at timestamps no transaction committed at: {extra}"
     finally:
-        for feed in feeds.values():
-            if isinstance(feed, Feed):
-                feed.close()
+        run.close()
         admin.close()
-        oracle.close()
 
 
 # =========================================================================== many clients

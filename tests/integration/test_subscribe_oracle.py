@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.test_subscribe import Clock, Feed, Oracle, open_feeds
+from tests.integration.test_subscribe import Clock, OracleRun
 from tests.support import connect, fresh
 
 pytestmark = pytest.mark.slow
@@ -119,7 +119,6 @@ NAN_RETRACTED = {
 @example(**NAN_RETRACTED)
 def test_every_strategy_equals_select_as_of(server, clock, initial, transactions):
     admin = connect(server)
-    oracle = Oracle(server)
     a, c = fresh("oa"), fresh("oc")
     admin.execute(f"CREATE TABLE {a} (k int, g text, i bigint, n numeric(12,4), f float8, b boolean)")
     admin.execute(f"CREATE TABLE {c} (k int, f float8, w text)")
@@ -129,39 +128,22 @@ def test_every_strategy_equals_select_as_of(server, clock, initial, transactions
     for name, (_, strategy) in QUERIES.items():
         plan = [r[0] for r in admin.execute(f"EXPLAIN SUBSCRIBE ({queries[name]})")]
         assert plan[0] == f"strategy: {strategy}", (name, plan)
-    feeds = open_feeds(server, {name: f"SUBSCRIBE ({q}) WITH (PROGRESS)" for name, q in queries.items()})
-    history: list[str] = []
-
-    def compare(ts: int) -> None:
-        results = oracle.submit({name: (queries[name], ts) for name in feeds})
-        for feed in feeds.values():
-            feed.until_frontier(ts)
-        for name, want in results().items():
-            assert not isinstance(want, BaseException), f"{name}: SELECT AS OF {ts}: {want}"
-            got = normalized(feeds[name].check.state_at(ts))
-            assert got == normalized(want), (f"{name} at {ts}: SUBSCRIBE accumulated {dict(got)}, SELECT AS OF "
-                                             f"gives {dict(normalized(want))}\nhistory:\n" + "\n".join(history))
-
+    run = OracleRun(server, queries, normalize=normalized)
     try:
-        refused = {name: f for name, f in feeds.items() if not isinstance(f, Feed)}
+        refused = run.refused()
         assert not refused, f"SUBSCRIBE refused: {refused}"
-        for feed in feeds.values():
-            feed.until(lambda f: f.check.frontier is not None, message="the first progress row")
-        as_of = {feed.check.progress_ts[0] for feed in feeds.values()}
-        for ts in as_of:
-            compare(ts)
+        # Every subscription is compared at every one of their AS OFs.
+        for ts in set(run.as_of("the first progress row").values()):
+            run.compare(dict.fromkeys(run.feeds, ts))
         for statements in transactions:
             sqls = [sql_of(op, a, c) for op in statements]
             try:
                 ts = clock.commit(admin, sqls)
             except psycopg.Error as err:  # a statement of this transaction is refused by both
-                history.append(f"refused: {sqls}: {err}")
+                run.history.append(f"refused: {sqls}: {err}")
                 continue
-            history.append(f"{ts}: {sqls}")
-            compare(ts)
+            run.history.append(f"{ts}: {sqls}")
+            run.compare(dict.fromkeys(run.feeds, ts))
     finally:
-        for feed in feeds.values():
-            if isinstance(feed, Feed):
-                feed.close()
+        run.close()
         admin.close()
-        oracle.close()

@@ -15,15 +15,12 @@ equality: each write below is one transaction, hence one timestamp.
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from decimal import Decimal
 from pathlib import Path
-from typing import Self
 
 import psycopg
 import pytest
@@ -31,7 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from spark_backend.storage import CHECKPOINT_EVERY
-from tests.support import ServerProcess, fresh
+from tests.support import ServerProcess, Subscriber, fresh, metric_by
 
 pytestmark = pytest.mark.slow
 
@@ -54,44 +51,29 @@ WAIT = 90.0  # seconds to wait for expected rows before failing
 # --------------------------------------------------------------------------- helpers
 
 
-class Sub:
-    """A SUBSCRIBE read through DECLARE ... CURSOR and FETCH, on a connection of its own."""
+class Sub(Subscriber):
+    """A SUBSCRIBE whose fetches return their rows (and note the columns)."""
 
     def __init__(self, server: ServerProcess, query: str, name: str = "c") -> None:
-        self.name = name
-        self.conn = psycopg.connect(server.dsn)  # not autocommit: DECLARE needs a transaction
-        self.cur = self.conn.cursor()
-        self.cur.execute(f"DECLARE {name} CURSOR FOR {query}")
+        super().__init__(server, query, cursor=name)
         self.columns: list[str] | None = None
 
     def fetch(self, timeout: str = "0.5s") -> list[tuple]:
-        self.cur.execute(f"FETCH ALL {self.name} WITH (timeout = '{timeout}')")
+        rows = self.fetch_rows(timeout)
         self.columns = [d.name for d in self.cur.description]
-        return self.cur.fetchall()
+        return rows
 
     def until(self, done, what: str = "rows") -> list[tuple]:
         """Fetch until `done(rows fetched by this call)` holds."""
         rows: list[tuple] = []
-        deadline = time.monotonic() + WAIT
-        while not done(rows):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; got {rows}")
-            rows += self.fetch()
+        self.fetch_until(lambda: done(rows), WAIT, lambda: f"timed out waiting for {what}; got {rows}",
+                         collect=rows.extend)
         return rows
 
     def take(self, n: int) -> list[tuple]:
         rows = self.until(lambda r: len(r) >= n, f"{n} rows")
         assert len(rows) == n, rows
         return rows
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def write(conn: psycopg.Connection, *statements: str) -> None:
@@ -130,9 +112,7 @@ def text_rows(rows) -> list[tuple]:
 
 
 def subscriptions_total(server: ServerProcess) -> dict[str, float]:
-    found = re.findall(r'^sparkwire_subscriptions_total\{output_mode="([a-z_]+)"\} (\S+)$',
-                       server.metrics(), re.MULTILINE)
-    return {mode: float(v) for mode, v in found}
+    return metric_by(server.metrics(), "sparkwire_subscriptions_total", "output_mode")
 
 
 @contextlib.contextmanager
@@ -147,8 +127,14 @@ def watchdog(conn: psycopg.Connection, seconds: float = WAIT):
         timer.cancel()
 
 
-def _check_error(conn: psycopg.Connection, sql: str, err: psycopg.Error | None, sqlstate: str,
-                 fragments: tuple[str, ...]) -> psycopg.Error:
+def _expect(conn: psycopg.Connection, sql: str, run, sqlstate: str, fragments: tuple[str, ...]) -> psycopg.Error:
+    """`run()` (under the watchdog) fails with `sqlstate` and a message containing `fragments`."""
+    err = None
+    try:
+        with watchdog(conn):
+            run()
+    except psycopg.Error as exc:
+        err = exc
     if err is None or err.sqlstate is None:
         # No error from the server: the statement ran (a bare SUBSCRIBE started streaming,
         # which psycopg reports without a SQLSTATE). Drop the busy connection and fail.
@@ -162,36 +148,25 @@ def _check_error(conn: psycopg.Connection, sql: str, err: psycopg.Error | None, 
 
 def expect_error(conn: psycopg.Connection, sql: str, sqlstate: str, *fragments: str) -> psycopg.Error:
     """`sql` (simple query protocol) fails with `sqlstate` and a message containing `fragments`."""
-    err = None
-    try:
-        with watchdog(conn):
-            conn.execute(sql)
-    except psycopg.Error as exc:
-        err = exc
-    return _check_error(conn, sql, err, sqlstate, fragments)
+    return _expect(conn, sql, lambda: conn.execute(sql), sqlstate, fragments)
 
 
 def expect_stream_error(conn: psycopg.Connection, sql: str, sqlstate: str, *fragments: str) -> psycopg.Error:
     """The same through the extended protocol (psycopg's stream(): Parse/Bind/Describe/Execute)."""
-    err = None
-    try:
-        with watchdog(conn):
-            for _ in conn.cursor().stream(sql):
-                break
-    except psycopg.Error as exc:
-        err = exc
-    return _check_error(conn, sql, err, sqlstate, fragments)
+    def run() -> None:
+        for _ in conn.cursor().stream(sql):
+            break
+
+    return _expect(conn, sql, run, sqlstate, fragments)
 
 
 def expect_copy_error(conn: psycopg.Connection, sql: str, sqlstate: str, *fragments: str) -> psycopg.Error:
     """The same as COPY (...) TO STDOUT."""
-    err = None
-    try:
-        with watchdog(conn), conn.cursor().copy(f"COPY ({sql}) TO STDOUT") as copy:
+    def run() -> None:
+        with conn.cursor().copy(f"COPY ({sql}) TO STDOUT") as copy:
             list(copy)
-    except psycopg.Error as exc:
-        err = exc
-    return _check_error(conn, sql, err, sqlstate, fragments)
+
+    return _expect(conn, sql, run, sqlstate, fragments)
 
 
 def assert_usable(conn: psycopg.Connection) -> None:

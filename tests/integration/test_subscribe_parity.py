@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from psycopg import errors as pgerr
 
-from tests.support import connect, fresh
+from tests.support import Subscriber, connect, error_of, fresh
 
 pytestmark = pytest.mark.slow
 
@@ -28,31 +28,22 @@ pytestmark = pytest.mark.slow
 
 
 
-class Cursor:
-    """DECLARE c CURSOR FOR <sql> on a connection of its own; rows read with FETCH."""
+class Cursor(Subscriber):
+    """A SUBSCRIBE that keeps every row it fetched, in order."""
 
     def __init__(self, server, sql: str) -> None:
-        self.conn = connect(server)
-        self.conn.execute("BEGIN")
-        self.cur = self.conn.cursor()
-        self.cur.execute(f"DECLARE c CURSOR FOR {sql}")
+        super().__init__(server, sql)
         self.rows: list[tuple] = []
 
     def fetch(self, timeout: str = "1s") -> list[tuple]:
-        self.cur.execute(f"FETCH ALL c WITH (timeout = '{timeout}')")
-        rows = [tuple(r) for r in self.cur.fetchall()]
+        rows = [tuple(r) for r in self.fetch_rows(timeout)]
         self.rows += rows
         return rows
 
     def until(self, predicate, timeout: float = 90, what: str = "rows") -> list[tuple]:
-        deadline = time.monotonic() + timeout
-        while not predicate(self.rows):
-            assert time.monotonic() < deadline, f"timed out waiting for {what}; got {self.rows[-10:]}"
-            self.fetch()
+        self.fetch_until(lambda: predicate(self.rows), timeout,
+                         lambda: f"timed out waiting for {what}; got {self.rows[-10:]}")
         return self.rows
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def state(rows: list[tuple], skip: int = 1) -> dict:
@@ -64,12 +55,6 @@ def state(rows: list[tuple], skip: int = 1) -> dict:
         key = tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r[skip + 1:])
         out[key] = out.get(key, 0) + r[skip]
     return {k: v for k, v in out.items() if v}
-
-
-def error_of(conn: psycopg.Connection, sql: str) -> psycopg.Error:
-    with pytest.raises(psycopg.Error) as info:
-        conn.execute(sql)
-    return info.value
 
 
 # =========================================================================== Materialize parity

@@ -17,7 +17,7 @@ import time
 import psycopg
 import pytest
 
-from tests.support import ServerProcess, connect, fresh, now_ms, wait_until
+from tests.support import connect, fresh, metric_by, metric_sum, now_ms, running_server, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -28,41 +28,25 @@ BUDGET = 256 << 10
 
 @pytest.fixture(scope="module")
 def small(request):
-    proc = ServerProcess(extra_args=["--subscribe-buffer-bytes", "256kB"]).start()
-    try:
-        proc.wait_ready()
+    with running_server(extra_args=["--subscribe-buffer-bytes", "256kB"]) as proc:
         yield proc
-    finally:
-        proc.cleanup()
 
 
 @pytest.fixture(scope="module")
 def stalling():
-    proc = ServerProcess(extra_args=["--subscribe-buffer-bytes", "64kB", "--subscribe-stall-timeout", "2"]).start()
-    try:
-        proc.wait_ready()
+    with running_server(extra_args=["--subscribe-buffer-bytes", "64kB", "--subscribe-stall-timeout", "2"]) as proc:
         yield proc
-    finally:
-        proc.cleanup()
 
 
 
 
 def buffered_bytes(server) -> dict[str, float]:
     """Unread output per subscription, from /metrics."""
-    out = {}
-    for line in server.metrics().splitlines():
-        if line.startswith("sparkwire_subscribe_buffered_bytes{"):
-            label = line.split('subscription="', 1)[1].split('"', 1)[0]
-            out[label] = float(line.rsplit(" ", 1)[1])
-    return out
+    return metric_by(server.metrics(), "sparkwire_subscribe_buffered_bytes", "subscription")
 
 
 def lag_disconnects(server) -> float:
-    for line in server.metrics().splitlines():
-        if line.startswith("sparkwire_subscribe_lag_disconnects_total "):
-            return float(line.split()[1])
-    return 0.0
+    return metric_sum(server.metrics(), "sparkwire_subscribe_lag_disconnects_total")
 
 
 def fetch_all(cur, name: str = "c", timeout: str = "1s") -> list[tuple]:

@@ -47,12 +47,9 @@ from spark_backend.pgoutput import (
     pg_timestamp_to_datetime,
     str_to_lsn,
 )
+from tests.wire import cstr as s
 
 # ------------------------------------------------------------------ builders
-
-
-def s(text: str) -> bytes:
-    return text.encode() + b"\0"
 
 
 def i8(v: int) -> bytes:

@@ -36,18 +36,12 @@ from server.protocol.messages import (
     Terminate,
     UnsupportedProtocol,
 )
+from tests.wire import cstr, startup_packet
+from tests.wire import message as msg
 
 # ---------------------------------------------------------------------------
 # Hand-rolled frontend encoders (independent of the code under test)
 # ---------------------------------------------------------------------------
-
-
-def cstr(s: str) -> bytes:
-    return s.encode() + b"\0"
-
-
-def msg(code: bytes, payload: bytes = b"") -> bytes:
-    return code + struct.pack("!i", len(payload) + 4) + payload
 
 
 def packet(code: int, payload: bytes = b"") -> bytes:
@@ -55,9 +49,7 @@ def packet(code: int, payload: bytes = b"") -> bytes:
 
 
 def startup(params: dict[str, str] | None = None, version: int = 196608) -> bytes:
-    params = {"user": "alice", "database": "db"} if params is None else params
-    body = b"".join(cstr(k) + cstr(v) for k, v in params.items()) + b"\0"
-    return struct.pack("!ii", len(body) + 8, version) + body
+    return startup_packet({"user": "alice", "database": "db"} if params is None else params, version)
 
 
 def typed_decoder(**kwargs: object) -> FrontendDecoder:
