@@ -26,7 +26,7 @@ from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeCol
 from planner.types import SqlType, column_type
 
 GROUPING_ERROR = "42803"
-_INTEGER = re.compile(r"-?[ \t\n\r]*[0-9]+")
+_INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
 CARDINALITY_VIOLATION = "21000"
 INVALID_COLUMN_REFERENCE = "42P10"
 DUPLICATE_ALIAS = "42712"
@@ -82,13 +82,13 @@ class Binder:
             raise p.NotYet(f"{kind} is not a query")
         return self._select(node["SelectStmt"], outer=False)
 
-    def _select(self, s: dict, outer: bool) -> p.Rel:
+    def _select(self, s: dict, outer: bool, set_branch: bool = False) -> p.Rel:
         if not s.get("withClause"):
-            return self._select_body(s)
+            return self._select_body(s, set_branch)
         self._ctes.append({})
         try:
             self._with(s["withClause"])
-            return self._select_body(s)
+            return self._select_body(s, set_branch)
         finally:
             self._ctes.pop()
 
@@ -124,20 +124,20 @@ class Binder:
                 return scope[name]
         return None
 
-    def _select_body(self, s: dict) -> p.Rel:
+    def _select_body(self, s: dict, set_branch: bool = False) -> p.Rel:
         if s.get("op", "SETOP_NONE") != "SETOP_NONE":
             rel = self._set_operation(s)
             return self._order_limit_of_output(rel, s)
         if s.get("valuesLists"):
             rel = self._values(s["valuesLists"])
             return self._order_limit_of_output(rel, s)
-        return self._simple_select(s)
+        return self._simple_select(s, set_branch)
 
     def _set_operation(self, s: dict) -> p.Rel:
         kind = {"SETOP_UNION": p.SetKind.UNION, "SETOP_EXCEPT": p.SetKind.EXCEPT,
                 "SETOP_INTERSECT": p.SetKind.INTERSECT}[s["op"]]
-        left = self._select(s["larg"], outer=False)
-        right = self._select(s["rarg"], outer=False)
+        left = self._select(s["larg"], outer=False, set_branch=True)
+        right = self._select(s["rarg"], outer=False, set_branch=True)
         lcols, rcols = p.columns(left), p.columns(right)
         word = kind.name
         if len(lcols) != len(rcols):
@@ -187,7 +187,7 @@ class Binder:
             self._levels.pop()
         return _coerce(e, coerce.BIGINT, context=f"argument of {clause}")
 
-    def _simple_select(self, s: dict) -> p.Rel:
+    def _simple_select(self, s: dict, set_branch: bool = False) -> p.Rel:
         rel, scope = self._from(s.get("fromClause") or [])
         level = _Level(scope)
         self._levels.append(level)
@@ -196,7 +196,10 @@ class Binder:
                 level.agg_context = "WHERE"
                 rel = p.Filter(rel, self._condition(s["whereClause"], "WHERE"))
             level.aggregates, level.agg_context = [], ""
-            targets = self._targets(s.get("targetList") or [], scope)
+            # An output column still of unknown type (`SELECT 'x'`) is text, as PostgreSQL
+            # resolves it, except in a set operation's branch, where the other branches decide.
+            targets = [(n, _coerce(e, coerce.TEXT) if e.type == coerce.UNKNOWN and not set_branch else e)
+                       for n, e in self._targets(s.get("targetList") or [], scope)]
             names = [n for n, _ in targets]
             exprs = [e for _, e in targets]
             group = self._group_keys(s.get("groupClause") or [], targets, level)
@@ -498,9 +501,13 @@ class Binder:
 
     def _integer_at(self, location: int) -> int:
         """An integer constant's value from the statement text: libpg_query's JSON leaves
-        out an `ival` that is zero or negative (`-1` arrives as `{"ival": {}}`)."""
+        out an `ival` that is zero or negative (`-1` arrives as `{"ival": {}}`). PostgreSQL's
+        grammar folds minus signs into the constant, through parentheses too (`- ( - 5 )` is
+        the constant 5, located at the first sign)."""
         m = _INTEGER.match(self.text, location) if location >= 0 else None
-        return int(m.group(0).replace(" ", "")) if m else 0
+        if m is None:
+            return 0
+        return (-1) ** m.group(1).count("-") * int(m.group(2))
 
     def _param(self, n: dict) -> p.Expr:
         number = n["number"]

@@ -130,3 +130,15 @@ def test_with_queries_are_scoped_and_named_once():
     assert err.value.sqlstate == "42P01"  # a WITH query is visible only in its own query
     with pytest.raises(p.NotYet):
         _bind("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r")
+
+
+def test_minus_signs_folded_into_constants_through_parentheses():
+    rel = _bind("SELECT - ( 29 ), - ( - ( 5 ) ), - ( - ( - 7 ) ), -0, + 39")
+    values = [e.value if isinstance(e, p.Literal) else e.op.name for e in rel.input.exprs]
+    assert values == [-29, 5, -7, 0, "+"]
+
+
+def test_an_unknown_output_column_is_text():
+    assert _shape("SELECT '3' AS one, NULL AS nothing") == [("one", "text"), ("nothing", "text")]
+    # in a set operation the other branch decides: '1' is an integer here, as in PostgreSQL
+    assert _shape("SELECT '1' UNION SELECT 2") == [("?column?", "integer")]
