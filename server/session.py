@@ -225,6 +225,11 @@ class Session:
         if signals.signal_call(stmt.ast, dict.fromkeys(param_types, 0)) is not None:
             name = "pg_terminate_backend" if "terminate" in parsed.text.lower() else "pg_cancel_backend"
             return [name], [BOOL]
+        # The plan decides the columns without Spark; the same NULL-valued parameters make the
+        # same path choice Execute will (the front end of our own or sqlglot's).
+        bound = self._bound(stmt, dict.fromkeys(param_types), param_types)
+        if bound is not None:
+            return bound.names, bound.types
         nulls = {n: literal(None, t) for n, t in param_types.items()}
         spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), nulls, self.catalog)
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), None,

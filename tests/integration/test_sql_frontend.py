@@ -173,3 +173,15 @@ def test_same_errors_as_postgres(postgres, sql, sqlstate):
 ])
 def test_parameters(postgres, ours, sql, args):
     assert _normal(ours.execute(sql, args).fetchall()) == _normal(postgres.execute(sql, args).fetchall())
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+def test_prepared_statements_describe_what_execute_sends(postgres, ours, binary):
+    # Describe must take the same front end as Execute: avg(integer) is numeric here, as in
+    # PostgreSQL (the sqlglot path would describe it as double precision).
+    sql = "SELECT avg(col0) AS a, count(*) AS n FROM tab0 WHERE col0 > %s"
+    got = ours.cursor(binary=binary).execute(sql, (0,), prepare=True)
+    assert [d.type_code for d in got.description] == [1700, 20]
+    (avg, n), = got.fetchall()
+    (pg_avg, pg_n), = postgres.execute(sql, (0,)).fetchall()
+    assert isinstance(avg, Decimal) and n == pg_n and abs(avg - pg_avg) < Decimal("1e-9")
