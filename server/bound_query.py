@@ -55,7 +55,8 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
          param_types: dict[int, SqlType] | None = None) -> BoundQuery | None:
     """The Spark SQL of a query, or None when this front end does not cover it yet.
 
-    `resolver_for(views)` gives the coordinator's name resolver, noting reads in `views`."""
+    `resolver_for(views)` gives the coordinator's name resolver, noting reads in `views`;
+    `param_values` None plans it for Describe (parameters as typed NULLs)."""
     views: dict[str, tuple[str, Item]] = {}
     try:
         node = pg_parse.parse_one(text)

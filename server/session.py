@@ -227,7 +227,7 @@ class Session:
             return [name], [BOOL]
         # The plan decides the columns without Spark; the same NULL-valued parameters make the
         # same path choice Execute will (the front end of our own or sqlglot's).
-        bound = self._bound(stmt, dict.fromkeys(param_types), param_types)
+        bound = self._bound(stmt, None, param_types)
         if bound is not None:
             return bound.names, bound.types
         nulls = {n: literal(None, t) for n, t in param_types.items()}

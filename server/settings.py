@@ -83,11 +83,12 @@ def system_value(name: str, value: str | None) -> str:
     return normal
 
 
-def command_line_options(options: str) -> list[tuple[str, str]]:
+def command_line_options(options: str) -> list[tuple[str, str | None]]:
     """The settings in a startup packet's `options` (libpq's `options=` / PGOPTIONS):
-    `-c name=value` and `--name=value`, as PostgreSQL reads them; `\\ ` is a space in a value."""
+    `-c name=value` and `--name=value`, as PostgreSQL reads them; `\\ ` is a space in a value.
+    A setting without `=value` comes back with None."""
     words = [w.replace("\0", " ") for w in options.replace("\\ ", "\0").split()]
-    out = []
+    out: list[tuple[str, str | None]] = []
     for i, word in enumerate(words):
         if word == "-c" and i + 1 < len(words):
             setting = words[i + 1]
@@ -96,8 +97,7 @@ def command_line_options(options: str) -> list[tuple[str, str]]:
         else:
             continue
         name, eq, value = setting.partition("=")
-        if eq:
-            out.append((name.replace("-", "_"), value))
+        out.append((name.replace("-", "_"), value if eq else None))
     return out
 
 
@@ -107,16 +107,27 @@ class Settings:
     def __init__(self, startup: dict[str, str]) -> None:
         self.values: dict[str, str] = {n: v.default for n, v in VARIABLES.items()}
         self.startup_errors: list[SqlError] = []
-        pairs = list(startup.items()) + command_line_options(startup.get("options", ""))
-        for key, value in pairs:
+        for key, value in startup.items():
             name = key.lower()
-            if name in ("user", "database", "replication", "options"):
-                continue
-            if name in VARIABLES:
-                try:
-                    self.set(name, value)
-                except SqlError as err:
-                    self.startup_errors.append(err)
+            if name not in ("user", "database", "replication", "options") and name in VARIABLES:
+                self._set_at_startup(name, value)
+        # What `options` names must exist, as PostgreSQL insists (a bare startup parameter
+        # it does not know is passed over, above, as drivers send a few of their own).
+        for name, value in command_line_options(startup.get("options", "")):
+            if value is None:
+                self.startup_errors.append(SqlError("42601", f"--{name.replace('_', '-')} requires a value"))
+            elif _ALIASES.get(name.lower(), name.lower()) not in VARIABLES:
+                self.startup_errors.append(SqlError(UNDEFINED_OBJECT,
+                                                    f'unrecognized configuration parameter "{name}"'))
+            else:
+                self._set_at_startup(name, value)
+
+    def _set_at_startup(self, name: str, value: str) -> None:
+        """A start-up setting; a bad one is reported (as a warning) and leaves the default."""
+        try:
+            self.set(name, value)
+        except SqlError as err:
+            self.startup_errors.append(err)
 
     @staticmethod
     def variable(name: str) -> Variable:

@@ -23,7 +23,7 @@ from planner.pg_parse import Node, names, node_type
 from planner.sql import coerce
 from planner.sql import plan as p
 from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, one
-from planner.types import SqlType, column_type
+from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
 GROUPING_ERROR = "42803"
 _INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
@@ -80,9 +80,9 @@ class Binder:
         kind = node_type(node)
         if kind != "SelectStmt":
             raise p.NotYet(f"{kind} is not a query")
-        return self._select(node["SelectStmt"], outer=False)
+        return self._select(node["SelectStmt"])
 
-    def _select(self, s: dict, outer: bool, set_branch: bool = False) -> p.Rel:
+    def _select(self, s: dict, set_branch: bool = False) -> p.Rel:
         if not s.get("withClause"):
             return self._select_body(s, set_branch)
         self._ctes.append({})
@@ -105,7 +105,7 @@ class Binder:
                                position=_pos(cte))
             if node_type(cte["ctequery"]) != "SelectStmt":
                 raise p.NotYet("data-modifying statements in WITH are not supported yet")
-            rel = self._select(cte["ctequery"]["SelectStmt"], outer=False)
+            rel = self._select(cte["ctequery"]["SelectStmt"])
             if _refers_outward(rel, 1):
                 raise p.NotYet("a WITH query referring to an outer query is not supported yet")
             aliases = names(cte.get("aliascolnames"))
@@ -136,8 +136,8 @@ class Binder:
     def _set_operation(self, s: dict) -> p.Rel:
         kind = {"SETOP_UNION": p.SetKind.UNION, "SETOP_EXCEPT": p.SetKind.EXCEPT,
                 "SETOP_INTERSECT": p.SetKind.INTERSECT}[s["op"]]
-        left = self._select(s["larg"], outer=False, set_branch=True)
-        right = self._select(s["rarg"], outer=False, set_branch=True)
+        left = self._select(s["larg"], set_branch=True)
+        right = self._select(s["rarg"], set_branch=True)
         lcols, rcols = p.columns(left), p.columns(right)
         word = kind.name
         if len(lcols) != len(rcols):
@@ -254,7 +254,7 @@ class Binder:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
             saved, self._levels = self._levels, []  # not LATERAL: outer levels are not visible
             try:
-                rel = self._select(n["subquery"]["SelectStmt"], outer=False)
+                rel = self._select(n["subquery"]["SelectStmt"])
             finally:
                 self._levels = saved
             return rel, _item_scope(alias["aliasname"], p.columns(rel), alias.get("colnames"))
@@ -660,7 +660,7 @@ class Binder:
         except SqlError as err:
             err.position = where
             raise
-        params = coerce._expand(func, len(args))
+        params = coerce.expand_args(func, len(args))
         bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
         result = coerce.result_type(func.result, params, [a.type for a in bound])
         if func.kind is Kind.AGGREGATE:
@@ -676,7 +676,7 @@ class Binder:
         kind = n["subLinkType"]
         select = n["subselect"]["SelectStmt"]
         saved_aggs = self._levels[-1].aggregates if self._levels else None
-        rel = self._select(select, outer=True)
+        rel = self._select(select)
         if self._levels:
             self._levels[-1].aggregates = saved_aggs
         cols = p.columns(rel)
@@ -755,11 +755,10 @@ def _type_name(t: dict) -> SqlType:
         if "ival" not in const:
             raise SqlError(SYNTAX_ERROR, "type modifiers must be simple constants")
         mods.append(const["ival"].get("ival", 0))
-    name = {"int4": "integer", "int8": "bigint", "int2": "smallint", "float8": "double precision",
-            "float4": "real", "bool": "boolean", "bpchar": "character", "varchar": "character varying",
-            "timestamptz": "timestamp with time zone", "timestamp": "timestamp without time zone",
-            "numeric": "numeric"}.get(name, name)
-    return column_type(name, tuple(mods), bool(t.get("arrayBounds")))
+    base = lookup(name)
+    if base is not None and base.name not in COLUMN_TYPES:
+        raise p.NotYet(f"casts to {base.name} are not covered by this front end yet")
+    return column_type(name, tuple(mods), bool(t.get("arrayBounds")))  # unknown names: 42704
 
 
 def _column_name(node: Node) -> str:
@@ -775,7 +774,7 @@ def _column_name(node: Node) -> str:
         inner = _column_name(n["arg"])
         if inner != "?column?":
             return inner
-        return _TYPE_COLUMN_NAMES.get(names(n["typeName"]["names"])[-1], names(n["typeName"]["names"])[-1])
+        return names(n["typeName"]["names"])[-1]  # as the grammar spells it: int4, float8, varchar
     if kind == "CaseExpr":
         return "case"
     if kind == "CoalesceExpr":
@@ -790,10 +789,6 @@ def _column_name(node: Node) -> str:
             if targets:
                 return targets[0]["ResTarget"].get("name") or _column_name(targets[0]["ResTarget"]["val"])
     return "?column?"
-
-
-_TYPE_COLUMN_NAMES = {"integer": "int4", "bigint": "int8", "smallint": "int2", "boolean": "bool",
-                      "real": "float4", "double precision": "float8"}
 
 
 def _ordinal(node: Node, width: int, clause: str) -> int | None:
@@ -858,7 +853,7 @@ def _typed_literal(e: p.Literal, target: SqlType) -> p.Literal:
 def _coerce_param(e: p.Expr, param: str) -> p.Expr:
     """An argument as the catalog signature's parameter type (polymorphic ones as given;
     an unknown literal for a polymorphic parameter as text)."""
-    if param in coerce._POLYMORPHIC:
+    if param in coerce.POLYMORPHIC:
         return _coerce(e, coerce.TEXT) if e.type == coerce.UNKNOWN else e
     return _coerce(e, coerce.named(param))
 
@@ -873,23 +868,23 @@ def _cast_columns(rel: p.Rel, types: list[SqlType]) -> p.Rel:
                      tuple(c.name for c in cols))
 
 
-def _refers_at(e: Any, level: int) -> bool:
-    """Whether an expression refers to a column of exactly query level `level` (0: its own)."""
+def _levels_used(e: Any) -> set[int]:
+    """The query levels an expression or plan refers to, counted from its own (0)."""
     if isinstance(e, p.ColRef):
-        return e.level == level
+        return {e.level}
     if isinstance(e, p.Subquery):
-        return _refers_at(e.rel, level + 1) or (e.lhs is not None and _refers_at(e.lhs, level))
+        inner = {level - 1 for level in _levels_used(e.rel) if level >= 1}
+        return inner | (_levels_used(e.lhs) if e.lhs is not None else set())
     if not is_dataclass(e) or isinstance(e, (SqlType, functions.Function, operators.Operator, p.Column)):
-        return False
-    return any(_refers_at(c, level) for f in fields(e) for c in p.children(getattr(e, f.name)))
+        return set()
+    return {level for f in fields(e) for c in p.children(getattr(e, f.name)) for level in _levels_used(c)}
 
 
-def _refers_outward(rel: Any, level: int) -> bool:
-    """Whether a subquery's plan refers to a column `level` query levels out."""
-    if isinstance(rel, p.ColRef):
-        return rel.level >= level
-    if isinstance(rel, p.Subquery):
-        return _refers_outward(rel.rel, level + 1) or (rel.lhs is not None and _refers_outward(rel.lhs, level))
-    if not is_dataclass(rel) or isinstance(rel, (SqlType, functions.Function, operators.Operator, p.Column)):
-        return False
-    return any(_refers_outward(c, level) for f in fields(rel) for c in p.children(getattr(rel, f.name)))
+def _refers_at(e: Any, level: int) -> bool:
+    """Whether `e` refers to a column of exactly query level `level` (0: its own)."""
+    return level in _levels_used(e)
+
+
+def _refers_outward(e: Any, level: int) -> bool:
+    """Whether `e` refers to a column `level` or more query levels out."""
+    return any(used >= level for used in _levels_used(e))

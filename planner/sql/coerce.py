@@ -15,7 +15,7 @@ from decimal import Decimal
 from planner.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, SqlError
 from planner.functions import Function
 from planner.operators import Operator
-from planner.types import BY_NAME, PgType, SqlType, lookup
+from planner.types import PgType, SqlType, lookup
 
 AMBIGUOUS_FUNCTION = "42725"
 
@@ -37,7 +37,6 @@ INTEGER = named("integer")
 BIGINT = named("bigint")
 NUMERIC = named("numeric")
 TEXT = named("text")
-DOUBLE = named("double precision")
 
 # pg_type.typcategory and typispreferred of our types.
 _CATEGORY = {
@@ -66,7 +65,7 @@ _IMPLICIT = {
     "timestamp without time zone": ("timestamp with time zone",),
 }
 
-_POLYMORPHIC = frozenset(("anyelement", "anynonarray", "anycompatible", "anyarray", "anycompatiblearray",
+POLYMORPHIC = frozenset(("anyelement", "anynonarray", "anycompatible", "anyarray", "anycompatiblearray",
                           '"any"', "any"))
 
 
@@ -131,7 +130,7 @@ def common_type(types: Sequence[SqlType], context: str) -> SqlType:
 # -- overload resolution -----------------------------------------------------------------------
 
 def _accepts(param: str, arg: SqlType) -> bool:
-    if param in _POLYMORPHIC:
+    if param in POLYMORPHIC:
         wants_array = param in ("anyarray", "anycompatiblearray")
         return arg == UNKNOWN or param in ('"any"', "any") or arg.is_array == wants_array or (
             param in ("anyelement", "anycompatible"))
@@ -142,7 +141,7 @@ def _accepts(param: str, arg: SqlType) -> bool:
 
 
 def _exact(param: str, arg: SqlType) -> bool:
-    if param in _POLYMORPHIC or arg == UNKNOWN:
+    if param in POLYMORPHIC or arg == UNKNOWN:
         return False
     try:
         return _same(arg, named(param))
@@ -152,13 +151,13 @@ def _exact(param: str, arg: SqlType) -> bool:
 
 def _preferred_at(param: str) -> bool:
     try:
-        return param not in _POLYMORPHIC and is_preferred(named(param))
+        return param not in POLYMORPHIC and is_preferred(named(param))
     except KeyError:
         return False
 
 
 def _category_of(param: str) -> str | None:
-    if param in _POLYMORPHIC:
+    if param in POLYMORPHIC:
         return None
     try:
         return category(named(param))
@@ -190,7 +189,7 @@ def choose(candidates: Sequence[tuple[str, ...]], args: Sequence[SqlType]) -> in
     if len(fitting) > 1 and UNKNOWN in args:
         fitting = _resolve_unknowns(candidates, args, fitting)
     if len(fitting) > 1 and UNKNOWN in args and len({a.base.name for a in known}) == 1:
-        same = [i for i in fitting if all(_accepts(p, known[0]) and (_exact(p, known[0]) or p in _POLYMORPHIC)
+        same = [i for i in fitting if all(_accepts(p, known[0]) and (_exact(p, known[0]) or p in POLYMORPHIC)
                                           for p in candidates[i])]
         if len(same) == 1:
             return same[0]
@@ -224,12 +223,14 @@ def _resolve_unknowns(candidates: Sequence[tuple[str, ...]], args: Sequence[SqlT
 def resolve_function(name: str, overloads: Sequence[Function], args: Sequence[SqlType]) -> Function:
     """The catalogued signature a call of `name` means, or PostgreSQL's 42883."""
     call = _call_text(name, args)
-    index = _pick([_expand(f, len(args)) for f in overloads], args, "function",
+    index = _pick([expand_args(f, len(args)) for f in overloads], args, "function",
                   f"function {call} is not unique", f"function {call} does not exist")
     return overloads[index]
 
 
-def _expand(f: Function, nargs: int) -> tuple[str, ...]:
+def expand_args(f: Function, nargs: int) -> tuple[str, ...]:
+    """A signature's parameter types for a call with `nargs` arguments (variadic and
+    defaulted parameters spelled out; a signature that cannot take them never fits)."""
     if f.variadic and nargs >= len(f.args):
         return f.args[:-1] + (f.args[-1],) * (nargs - len(f.args) + 1)
     if len(f.args) - f.defaults <= nargs <= len(f.args):
@@ -262,11 +263,11 @@ def _pick(signatures: list[tuple[str, ...]], args: Sequence[SqlType], noun: str,
 
 def result_type(result: str, params: Sequence[str], args: Sequence[SqlType]) -> SqlType:
     """A signature's result type, with polymorphic results resolved from the arguments."""
-    if result not in _POLYMORPHIC:
+    if result not in POLYMORPHIC:
         return named(result)
     element: SqlType | None = None
     for p, a in zip(params, args, strict=False):
-        if p in _POLYMORPHIC and a != UNKNOWN:
+        if p in POLYMORPHIC and a != UNKNOWN:
             element = SqlType(a.base, a.typmod)  # an array argument gives its element type
     element = element or TEXT
     if result in ("anyarray", "anycompatiblearray"):
@@ -282,7 +283,3 @@ def _op_text(name: str, args: Sequence[SqlType]) -> str:
     if len(args) == 1:
         return f"{name} {args[0].display()}"
     return f"{args[0].display()} {name} {args[1].display()}"
-
-
-def base(name: str) -> PgType:
-    return BY_NAME[name]

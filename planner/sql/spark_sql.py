@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from planner import params
 from planner.codecs.text_in import decode_text
+from planner.errors import SqlError
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.types import SqlType
@@ -31,8 +32,10 @@ def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | No
              param_values: dict[int, object] | None = None) -> str:
     """The Spark SQL computing `rel`'s rows, columns named c0, c1, ... in order; with
     `output_types`, each column cast to its type's Spark form, so that the rows arrive
-    as the wire encoders expect them whatever type Spark's functions chose."""
-    query = _Generator(table_name, param_values or {}).query(rel)
+    as the wire encoders expect them whatever type Spark's functions chose. `param_values`
+    None describes the query: every parameter is a NULL of its type, so the columns come
+    out as they will when it runs with values."""
+    query = _Generator(table_name, param_values).query(rel)
     if output_types is not None:
         query = _cast_outputs(query, output_types)
     return query.sql(dialect="spark")
@@ -50,7 +53,7 @@ def _cast_outputs(query: exp.Query, types: list[SqlType]) -> exp.Query:
 
 
 class _Generator:
-    def __init__(self, table_name: TableName, param_values: dict[int, object]) -> None:
+    def __init__(self, table_name: TableName, param_values: dict[int, object] | None) -> None:
         self.table_name = table_name
         self.param_values = param_values
         self.aliases = (f"t{i}" for i in itertools.count())
@@ -204,9 +207,11 @@ class _Generator:
             case p.Literal(value=value, type=t):
                 return _literal(value, t)
             case p.Param(number=n, type=t):
-                if n not in self.param_values:
-                    raise p.NotYet(f"no value for parameter ${n}")
                 t = TEXT if t == UNKNOWN else t
+                if self.param_values is None:  # describing: the columns, not the values
+                    return _literal(None, t)
+                if n not in self.param_values:
+                    raise SqlError("42P02", f"there is no parameter ${n}")
                 return _literal(_param_value(self.param_values[n], t), t)
             case p.Call(func=f, args=args):
                 _check_template(f.name, f.spark, len(args))
@@ -245,9 +250,9 @@ class _Generator:
                 return exp.Subquery(this=self.query(s.rel))
             # x op ANY/ALL (sub), with SQL's three-valued answer: known true/false when some
             # row decides it, NULL when only NULL comparisons remain.
-            probe = p.OpCall(s.op, (_shift(s.lhs), p.ColRef(0, 0, p.columns(s.rel)[0].type)), _BOOL)
-            decided = p.BoolOp(p.BoolKind.NOT, (probe,), _BOOL) if s.kind is p.SubqueryKind.ALL else probe
-            unknown = p.IsNull(probe, False, _BOOL)
+            probe = p.OpCall(s.op, (_shift(s.lhs), p.ColRef(0, 0, p.columns(s.rel)[0].type)), BOOLEAN)
+            decided = p.BoolOp(p.BoolKind.NOT, (probe,), BOOLEAN) if s.kind is p.SubqueryKind.ALL else probe
+            unknown = p.IsNull(probe, False, BOOLEAN)
             hit = exp.Exists(this=self.query(p.Filter(s.rel, decided)))
             maybe = exp.Exists(this=self.query(p.Filter(s.rel, unknown)))
         finally:
@@ -255,8 +260,6 @@ class _Generator:
         found, rest = (exp.false(), exp.true()) if s.kind is p.SubqueryKind.ALL else (exp.true(), exp.false())
         return exp.Case().when(hit, found).when(maybe, exp.Null()).else_(rest)
 
-
-_BOOL = BOOLEAN
 
 
 def _shift(e: p.Expr) -> p.Expr:
