@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from planner import allowlist, copy_syntax, pg_compat, pg_parse, source_syntax, subscribe_syntax
+from planner import allowlist, copy_syntax, pg_compat, pg_parse, source_syntax, subscribe_syntax, table_keys
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.lexer import Scanner, split_statements
@@ -246,11 +246,14 @@ def _create_table(text: str) -> st.CreateTable:
     if tree.expression is not None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE TABLE AS is not supported")
     name = table_name(tree.this.this)
+    # Keys come from PostgreSQL's own parse tree; sqlglot's gives the columns.
+    create = pg_parse.parse_one(text)
+    keys = table_keys.table_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
     columns = []
     seen = set()
     for cd in tree.this.expressions:
         if not isinstance(cd, exp.ColumnDef):
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"table constraint {cd.sql('postgres')!r} is not supported")
+            continue  # a table constraint: in `keys`
         col = folded_name(cd.this)
         if col in seen:
             raise SqlError("42701", f'column "{col}" specified more than once')
@@ -264,13 +267,15 @@ def _create_table(text: str) -> st.CreateTable:
                 not_null = not kind.args.get("allow_null")
             elif isinstance(kind, exp.DefaultColumnConstraint):
                 default = kind.this
+            elif isinstance(kind, (exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint)):
+                continue  # in `keys`
             else:
                 raise SqlError(FEATURE_NOT_SUPPORTED,
                                f"column constraint {c.sql('postgres')} is not supported")
         columns.append(st.ColumnDef(col, sql_type(cd.args["kind"]), not_null, default))
     if not columns:
         raise SqlError(FEATURE_NOT_SUPPORTED, "a table needs at least one column")
-    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")))
+    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")), keys)
 
 
 def _create_view(text: str, replace: bool) -> st.CreateView:
@@ -297,14 +302,42 @@ def _insert(s: Scanner) -> st.Insert:
     if isinstance(target, exp.Schema):
         columns = tuple(folded_name(c) for c in target.expressions)
         target = target.this
-    if tree.args.get("conflict") is not None:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... ON CONFLICT is not supported")
     source = tree.expression
     if source is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... DEFAULT VALUES is not supported")
     returning = tree.args.get("returning")
+    alias = target.args.get("alias")
     return st.Insert(table_name(target), columns, source,
-                     tuple(returning.expressions) if returning else ())
+                     tuple(returning.expressions) if returning else (),
+                     _on_conflict(tree.args.get("conflict")), folded_name(alias.this) if alias else None)
+
+
+def _on_conflict(node: exp.OnConflict | None) -> st.OnConflict | None:
+    if node is None:
+        return None
+    if node.args.get("duplicate"):  # MySQL's ON DUPLICATE KEY UPDATE
+        raise SqlError(SYNTAX_ERROR, 'syntax error at or near "DUPLICATE"')
+    if node.args.get("index_predicate") is not None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "ON CONFLICT (...) WHERE is not supported: there are no partial indexes")
+    columns = []
+    for key in node.args.get("conflict_keys") or ():
+        column = key.this if isinstance(key, exp.Ordered) else key
+        if not isinstance(column, (exp.Column, exp.Identifier)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ON CONFLICT takes column names, not expressions")
+        columns.append(folded_name(column))
+    constraint = node.args.get("constraint")
+    action = node.args.get("action")
+    assignments = None
+    if action is not None and action.name.upper() == "DO UPDATE":
+        assignments = []
+        for eq in node.expressions:
+            if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
+                raise SqlError(SYNTAX_ERROR, "syntax error in ON CONFLICT DO UPDATE SET")
+            assignments.append((folded_name(eq.this), eq.expression))
+        assignments = tuple(assignments)
+    where = node.args.get("where")
+    return st.OnConflict(tuple(columns), folded_name(constraint) if constraint is not None else None,
+                         assignments, where.this if where is not None else None)
 
 
 _CLAUSE_NAMES = {"returning": "RETURNING", "with": "WITH", "with_": "WITH", "order": "ORDER BY",

@@ -537,8 +537,7 @@ _TRUE = {"pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible",
          "has_column_privilege", "has_any_column_privilege", "has_function_privilege",
          "has_sequence_privilege", "has_type_privilege", "pg_has_role"}
 _FALSE = {"pg_relation_is_publishable", "pg_is_in_recovery", "pg_is_other_temp_schema"}
-_NULL_TEXT = {"obj_description", "col_description", "shobj_description", "pg_get_indexdef",
-              "pg_get_constraintdef", "pg_get_triggerdef", "pg_get_ruledef",
+_NULL_TEXT = {"obj_description", "col_description", "shobj_description", "pg_get_triggerdef", "pg_get_ruledef",
               "pg_get_statisticsobjdef_columns",
               "pg_get_partkeydef", "pg_get_serial_sequence", "pg_get_functiondef",
               "pg_get_statisticsobjdef", "pg_tablespace_location"}
@@ -567,6 +566,10 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
                                               f"parameter, as in SELECT {name}(12345)")
     if name == "pg_get_viewdef" and args:
         return _view_definition(args[0])
+    if name == "pg_get_indexdef" and args:
+        return _index_definition(args[0])
+    if name == "pg_get_constraintdef" and args:
+        return _constraint_definition(args[0])
     if name == "json_build_object":
         return pg_functions.json_build_object(args)
     if name in _FUNCTION_TEXTS and len(args) == 1:
@@ -656,6 +659,22 @@ def _all_of_array(node: exp.Expression) -> exp.Expression:
     test = type(node)(this=node.this.copy(), expression=exp.column(element))
     return exp.Anonymous(this="forall", expressions=[node.expression.expressions[0].copy(),
                                                      exp.Lambda(this=test, expressions=[element])])
+
+
+def _index_definition(index: exp.Expression) -> exp.Expression:
+    """pg_get_indexdef(oid): the index's CREATE INDEX statement, from pg_indexes."""
+    query = exp.select(exp.Max(this=exp.column("indexdef", "x"))).from_("pg_catalog.pg_indexes AS x").join(
+        "pg_catalog.pg_class AS c", on="c.relname = x.indexname AND c.relkind = 'i'").where(
+        exp.EQ(this=exp.column("oid", "c"), expression=index.copy()))
+    return exp.Subquery(this=query)
+
+
+def _constraint_definition(constraint: exp.Expression) -> exp.Expression:
+    """pg_get_constraintdef(oid): `PRIMARY KEY (a)`, from sparkwire's own relation of them."""
+    query = exp.select(exp.Max(this=exp.column("definition", "d"))).from_(
+        "mz_internal.mz_constraint_definitions AS d").where(
+        exp.EQ(this=exp.column("oid", "d"), expression=constraint.copy()))
+    return exp.Subquery(this=query)
 
 
 def _view_definition(view: exp.Expression) -> exp.Expression:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from planner.table_keys import KeySpec
 from planner.types import SqlType
 
 
@@ -43,6 +44,7 @@ class CreateTable(Statement):
     name: str
     columns: tuple[ColumnDef, ...]
     if_not_exists: bool = False
+    keys: tuple[KeySpec, ...] = ()  # PRIMARY KEY and UNIQUE, as written
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,27 @@ class Drop(Statement):
 
 
 @dataclass(frozen=True)
+class OnConflict:
+    """INSERT's ON CONFLICT clause: its target, and DO NOTHING or DO UPDATE SET ... WHERE."""
+
+    columns: tuple[str, ...] = ()  # the conflict target `(a, b)`; () when none is given
+    constraint: str | None = None  # ON CONSTRAINT name
+    assignments: tuple[tuple[str, exp.Expression], ...] | None = None  # None: DO NOTHING
+    where: exp.Expression | None = None  # DO UPDATE ... WHERE
+
+    @property
+    def updates(self) -> bool:
+        return self.assignments is not None
+
+
+@dataclass(frozen=True)
 class Insert(Statement):
     table: str
     columns: tuple[str, ...] | None
     source: exp.Expression  # exp.Values or a query
     returning: tuple[exp.Expression, ...] = ()
+    on_conflict: OnConflict | None = None
+    alias: str | None = None  # INSERT INTO t AS alias: how ON CONFLICT's expressions name t
 
 
 @dataclass(frozen=True)

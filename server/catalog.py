@@ -7,6 +7,7 @@ and that `apply` folds in — at commit time and again when the log is replayed.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from planner.errors import (
@@ -71,6 +72,11 @@ class Catalog:
                     frontier.append(other.id)
         return out
 
+    def index_names(self) -> set[str]:
+        """The names of the indexes that back tables' keys: relations in PostgreSQL's terms,
+        so no other relation may take them."""
+        return {k.name for i in self.items.values() for k in i.keys}
+
     def sorted_items(self, kind: str | None = None) -> list[Item]:
         return sorted((i for i in self.items.values() if kind is None or i.kind == kind),
                       key=lambda i: i.name)
@@ -98,8 +104,11 @@ class Catalog:
                 ops.append(DropItem(existing.id))
             else:
                 raise SqlError(DUPLICATE_TABLE, f'relation "{item.name}" already exists')
-        item = Item(item.id, item.name, item.kind, item.columns, item.created_at, item.sql,
-                    item.depends_on, FIRST_USER_OID + int(item.id[1:]), item.details)
+        elif item.name in self.index_names():
+            if if_not_exists:
+                return []
+            raise SqlError(DUPLICATE_TABLE, f'relation "{item.name}" already exists')
+        item = dataclasses.replace(item, oid=FIRST_USER_OID + int(item.id[1:]))
         if item.kind == "table":
             ops.append(CreateCollection(item.id))
         ops.append(CreateItem(item))
@@ -155,15 +164,12 @@ class Catalog:
                 item = self.items.get(item_id)
                 if item is not None:
                     merged = _merge(item.details, details)
-                    self.items[item.id] = Item(item.id, item.name, item.kind, item.columns, item.created_at,
-                                               item.sql, item.depends_on, item.oid, merged)
+                    self.items[item.id] = dataclasses.replace(item, details=merged)
             case SwapItems(a_id, b_id):
                 a, b = self.items.get(a_id), self.items.get(b_id)
                 if a is not None and b is not None:
-                    self.items[a.id] = Item(a.id, b.name, a.kind, a.columns, a.created_at,
-                                            _renamed(a.sql, a.name, b.name), a.depends_on, a.oid, a.details)
-                    self.items[b.id] = Item(b.id, a.name, b.kind, b.columns, b.created_at,
-                                            _renamed(b.sql, b.name, a.name), b.depends_on, b.oid, b.details)
+                    self.items[a.id] = dataclasses.replace(a, name=b.name, sql=_renamed(a.sql, a.name, b.name))
+                    self.items[b.id] = dataclasses.replace(b, name=a.name, sql=_renamed(b.sql, b.name, a.name))
             case CreateCollection() | DropCollection():
                 pass  # the store's: collections are not catalog objects
 

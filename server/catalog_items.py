@@ -26,6 +26,25 @@ class Column:
 
 
 @dataclass(frozen=True)
+class UniqueKey:
+    """A table's PRIMARY KEY or UNIQUE constraint, and the index PostgreSQL would build for it
+    (`index_id` gives the index its OID; the constraint's is derived from it)."""
+
+    name: str
+    columns: tuple[str, ...]
+    primary: bool
+    index_id: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "columns": list(self.columns), "primary": self.primary,
+                "index_id": self.index_id}
+
+    @classmethod
+    def from_json(cls, d: dict) -> UniqueKey:
+        return cls(d["name"], tuple(d["columns"]), d["primary"], d["index_id"])
+
+
+@dataclass(frozen=True)
 class Item:
     """A named catalog object: a table (with a storage collection), a view, a
     source, a connection or a secret."""
@@ -41,6 +60,7 @@ class Item:
     # Kind-specific facts: a source's options and progress, a source-fed table's
     # upstream reference, a secret's value (never shown back).
     details: dict = field(default_factory=dict, compare=False, hash=False)
+    keys: tuple[UniqueKey, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
 
     @property
     def source_id(self) -> str | None:
@@ -74,12 +94,15 @@ class Item:
         return None
 
     def to_json(self) -> dict:
-        return {"id": self.id, "name": self.name, "kind": self.kind, "created_at": self.created_at,
-                "columns": [c.to_json() for c in self.columns], "sql": self.sql,
-                "depends_on": list(self.depends_on), "oid": self.oid, "details": self.details}
+        out = {"id": self.id, "name": self.name, "kind": self.kind, "created_at": self.created_at,
+               "columns": [c.to_json() for c in self.columns], "sql": self.sql,
+               "depends_on": list(self.depends_on), "oid": self.oid, "details": self.details}
+        if self.keys:  # absent otherwise: items without keys are written as they always were
+            out["keys"] = [k.to_json() for k in self.keys]
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> Item:
         return cls(d["id"], d["name"], d["kind"], tuple(Column.from_json(c) for c in d["columns"]),
                    d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0),
-                   d.get("details", {}))
+                   d.get("details", {}), tuple(UniqueKey.from_json(k) for k in d.get("keys", ())))

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -33,6 +33,7 @@ from server import catalog_ops, system_catalog
 from server.catalog import Catalog
 from server.catalog_items import Item
 from server.secret_store import SecretStore
+from server.unique_keys import UniqueKeys
 from spark_backend.consolidate import consolidate
 from spark_backend.engine import SparkEngine
 from spark_backend.errors import DataCorrupted, StorageError
@@ -85,6 +86,7 @@ class Coordinator:
         self.secrets = SecretStore(data_dir)
         self.engine = engine
         self.catalog = Catalog()
+        self.unique = UniqueKeys(self.store)  # PRIMARY KEY and UNIQUE: the keys present
         self.write_lock = asyncio.Lock()
         self._log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log")
         self._dropped_names: dict[str, str] = {}  # id → name, for writes that lost a race with DROP
@@ -218,6 +220,13 @@ class Coordinator:
                 live.append((updates, future))
             elif not future.done():
                 future.set_exception(dropped)
+        if live:
+            await self.count_keys(cid for updates, _ in live for cid in updates)
+            refused = self.unique.violations([updates for updates, _ in live], self.catalog.items)
+            for (_, future), error in zip(live, refused):
+                if error is not None and not future.done():
+                    future.set_exception(error)
+            live = [w for w, error in zip(live, refused) if error is None]
         by_table: dict[str, list[pa.Table]] = {}
         for updates, _ in live:
             for cid, table in updates.items():
@@ -256,6 +265,11 @@ class Coordinator:
         dropped = self._dropped_while_running(updates, created)
         if dropped is not None:
             raise dropped
+        await self.count_keys(updates)
+        created_items = {op.item.id: op.item for op in ops if isinstance(op, catalog_ops.CreateItem)}
+        refused = self.unique.violations([updates], {**self.catalog.items, **created_items})[0]
+        if refused is not None:
+            raise refused
         ts = self._next_ts()
         stamped = {cid: _stamp(t, ts) for cid, t in updates.items() if t.num_rows}
         loop = asyncio.get_running_loop()
@@ -271,7 +285,11 @@ class Coordinator:
         for op in ops:
             if isinstance(op, catalog_ops.DropItem) and op.id in self.catalog.items:
                 self._dropped_names[op.id] = self.catalog.items[op.id].name
+                self.unique.forget(op.id)
             self.catalog.apply(op)
+            if isinstance(op, catalog_ops.CreateItem):
+                self.unique.created(op.item)
+        self.unique.committed(stamped)
         # Listeners get the commit before the frontier passes it, so a frontier
         # they observe never runs ahead of the updates they have been given.
         for listener in list(self.listeners):
@@ -287,6 +305,15 @@ class Coordinator:
                     self._storage_failed(err)
         self._maybe_compact()
         return ts
+
+    async def count_keys(self, collection_ids: Iterable[str]) -> None:
+        """Make sure the key counts of these tables exist (hold `write_lock`): a table's first
+        write since start reads its keys from its files."""
+        loop = asyncio.get_running_loop()
+        for cid in set(collection_ids):
+            item = self.catalog.items.get(cid)
+            if item is not None and not self.unique.built(item):
+                await loop.run_in_executor(None, self.unique.build, item)
 
     def _storage_failed(self, err: StorageError) -> None:
         """Fail-stop: no more writes (the store refuses them), and the process exits after

@@ -44,11 +44,13 @@ from server import (
     copy_load,
     copy_out,
     metrics,
+    on_conflict,
     roles,
     signals,
     sources,
     subscribe_output,
     transaction,
+    unique_keys,
     writes,
 )
 from server.catalog import Catalog
@@ -311,12 +313,26 @@ class Session:
                 await self.coord.commit([], updates)
             return {}
 
-    def _stage(self, updates: dict[str, pa.Table]) -> None:
+    async def _stage(self, updates: dict[str, pa.Table]) -> None:
+        """Stage a transaction block's write; a duplicate key fails the statement now, as in
+        PostgreSQL (COMMIT checks again, against what other sessions committed since)."""
         if self.txn is None:
             return
         for cid, table in updates.items():
-            if table.num_rows:
-                self.txn.updates.setdefault(cid, []).append(table)
+            if not table.num_rows:
+                continue
+            item = self.catalog.items.get(cid)
+            if item is not None and item.keys:
+                if not self.coord.unique.built(item) and cid in self.coord.catalog.items:
+                    if self.txn.holds_lock:
+                        await self.coord.count_keys([cid])
+                    else:
+                        async with self.coord.write_lock:
+                            await self.coord.count_keys([cid])
+                error = self.coord.unique.staged_violation(item, table, self.txn.updates.get(cid, []))
+                if error is not None:
+                    raise error
+            self.txn.updates.setdefault(cid, []).append(table)
 
     def _writable(self, name: str, verb: str) -> Item:
         item = self.catalog.require(name)
@@ -330,35 +346,55 @@ class Session:
         returning = writes.returning_columns(item, stmt.returning) if stmt.returning else None
         ctx = self._context()
         rows = writes.constant_rows(item, stmt, ctx, params, ptypes)
-        if rows is not None:
+        if rows is not None and stmt.on_conflict is None:
             updates = writes.rows_to_updates(item, rows)
             if self.txn is not None:
-                self._stage({item.id: updates})
+                await self._stage({item.id: updates})
             else:
                 await self.coord.commit_write({item.id: updates})
             return self._returning(f"INSERT 0 {updates.num_rows}", item, updates, returning)
-        positions = writes.target_columns(item, stmt.columns)
+        if stmt.on_conflict is not None:
+            on_conflict.arbiters(item, stmt.on_conflict)  # a clause that names no key fails first
+        done: list[on_conflict.Resolved] = []
 
         async def work() -> dict[str, pa.Table]:
-            source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes), self.catalog)
-            as_of = self.coord.read_ts()
-            overlay = self.txn.overlay() if self.txn else None
-            shape = await self.coord.query(source_sql, views, as_of, overlay, describe_only=True)
-            width = len(shape.names)
-            if width > len(positions):
-                raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
-            if width < len(positions) and stmt.columns is not None:
-                raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions")
-            wrapped = writes.coerce_sql(item, positions[:width], source_sql, width, shape.types)
-            result = await self.coord.query(wrapped, views, as_of, overlay, group=self.group)
-            updates = writes.arrow_to_updates(item, result.table, +1)
-            inserted.append(updates)
-            self._stage({item.id: updates})
-            return {item.id: updates}
+            proposed = (writes.rows_to_updates(item, rows) if rows is not None
+                        else await self._queried_rows(item, stmt, ctx, params, ptypes))
+            resolved = on_conflict.Resolved(proposed, proposed, proposed.num_rows)
+            if stmt.on_conflict is not None:
+                await self.coord.count_keys([item.id])  # the write lock is held
+                resolved = await on_conflict.resolve(
+                    item, stmt, proposed, self.coord.unique.counts(item),
+                    self.txn.updates.get(item.id, []) if self.txn else [], self._table_query)
+            done.append(resolved)
+            await self._stage({item.id: resolved.updates})
+            return {item.id: resolved.updates}
 
-        inserted: list[pa.Table] = []
         await self._with_write_lock(work)
-        return self._returning(f"INSERT 0 {inserted[0].num_rows}", item, inserted[0], returning)
+        return self._returning(f"INSERT 0 {done[0].count}", item, done[0].returned, returning)
+
+    async def _queried_rows(self, item: Item, stmt: st.Insert, ctx: SessionContext, params, ptypes) -> pa.Table:
+        """INSERT's rows computed by Spark (a query, or VALUES of expressions), as updates."""
+        positions = writes.target_columns(item, stmt.columns)
+        source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes), self.catalog)
+        as_of = self.coord.read_ts()
+        overlay = self.txn.overlay() if self.txn else None
+        shape = await self.coord.query(source_sql, views, as_of, overlay, describe_only=True)
+        width = len(shape.names)
+        if width > len(positions):
+            raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+        if width < len(positions) and stmt.columns is not None:
+            raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions")
+        wrapped = writes.coerce_sql(item, positions[:width], source_sql, width, shape.types)
+        result = await self.coord.query(wrapped, views, as_of, overlay, group=self.group)
+        return writes.arrow_to_updates(item, result.table, +1)
+
+    async def _table_query(self, select: exp.Expression) -> pa.Table:
+        """A SELECT over the catalog as this session sees it, at the latest timestamp."""
+        spark_sql, views = self.coord.plan_query(select, self._context(), None, self.catalog)
+        overlay = self.txn.overlay() if self.txn else None
+        result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay, group=self.group)
+        return result.table
 
     @staticmethod
     def _returning(tag: str, item: Item, updates: pa.Table, returning: list[tuple[str, int]] | None) -> Outcome:
@@ -389,7 +425,7 @@ class Session:
             returned.append(parts[-1])
             updates = writes.concat_updates(parts)
             count = result.table.num_rows
-            self._stage({item.id: updates})
+            await self._stage({item.id: updates})
             return {item.id: updates}
 
         await self._with_write_lock(work)
@@ -446,13 +482,15 @@ class Session:
         notices = []
 
         def plan(catalog: Catalog) -> list[CatalogOp]:
-            if stmt.if_not_exists and catalog.get(stmt.name) is not None:
+            if stmt.if_not_exists and (catalog.get(stmt.name) is not None or stmt.name in catalog.index_names()):
                 notices.append(("NOTICE", f'relation "{stmt.name}" already exists, skipping'))
                 return []
+            keys = unique_keys.plan_keys(catalog, stmt)
+            primary = {c for k in keys if k.primary for c in k.columns}
             item = Item(catalog.allocate_id(), stmt.name, "table",
-                        tuple(Column(c.name, c.type, c.not_null,
+                        tuple(Column(c.name, c.type, c.not_null or c.name in primary,
                                      c.default.sql("postgres") if c.default is not None else None)
-                              for c in stmt.columns), self.coord.read_ts())
+                              for c in stmt.columns), self.coord.read_ts(), keys=keys)
             return catalog.plan_create(item, stmt.if_not_exists)
 
         await self._table_ddl(plan)
@@ -746,7 +784,7 @@ class Session:
         # Off the event loop: a big COPY must not hold up every other session.
         updates = await asyncio.to_thread(copy_load.updates, item, copy.positions, parsed, copy.defaults, context)
         if self.txn is not None:
-            self._stage({item.id: updates})
+            await self._stage({item.id: updates})
         else:
             await self.coord.commit_write({item.id: updates})
         return parsed.num_rows

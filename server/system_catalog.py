@@ -26,6 +26,7 @@ from sqlglot import exp
 from planner import functions, operators, pg_compat
 from planner.pg_compat import NAMESPACES, SUPERUSER_OID, TYPES
 from planner.types import BY_NAME, SqlType, lookup
+from server import system_keys
 from server.settings import SYSTEM_VARIABLES, VARIABLES
 from spark_backend.schema import arrow_type, pg_metadata, physical
 
@@ -82,6 +83,10 @@ class Snapshot:
         """The catalog items that are relations (pg_class rows)."""
         return [i for i in self.items if i.kind in _KINDS]
 
+    @property
+    def tables(self) -> list:
+        return [i for i in self.items if i.kind == "table"]
+
 
 @dataclass(frozen=True)
 class Relation:
@@ -118,12 +123,18 @@ def _pg_class(snap: Snapshot):
     for rel in RELATIONS:
         yield _class_row(rel.oid, rel.name, NAMESPACES[rel.schema], rel.kind, len(rel.columns))
     for item in snap.relations:
-        yield _class_row(item.oid, item.name, NAMESPACES["public"], _kind(item), len(item.columns))
+        yield _class_row(item.oid, item.name, NAMESPACES["public"], _kind(item), len(item.columns),
+                         bool(item.keys))
+    for oid, name, natts in system_keys.index_relations(snap.tables):
+        yield _class_row(oid, name, NAMESPACES["public"], "i", natts)
 
 
-def _class_row(oid: int, name: str, namespace: int, kind: str, natts: int) -> tuple:
-    return (oid, name, namespace, 0, 0, SUPERUSER_OID, 2 if kind in ("r", "m") else 0, oid, 0,
-            0, -1.0, 0, 0, False, False, "p", kind, natts, 0, False, False, False, False, False,
+_ACCESS_METHOD = {"r": 2, "m": 2, "i": system_keys.BTREE}  # heap, btree
+
+
+def _class_row(oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool = False) -> tuple:
+    return (oid, name, namespace, 0, 0, SUPERUSER_OID, _ACCESS_METHOD.get(kind, 0), oid, 0,
+            0, -1.0, 0, 0, has_index, False, "p", kind, natts, 0, False, False, False, False, False,
             True, "d", False, 0, 0, 0, None, None, None)
 
 
@@ -354,7 +365,7 @@ def _pg_tables(snap: Snapshot):
             yield rel.schema, rel.name, OWNER, None, False, False, False, False
     for item in snap.relations:
         if _kind(item) == "r":
-            yield "public", item.name, OWNER, None, False, False, False, False
+            yield "public", item.name, OWNER, None, bool(item.keys), False, False, False
 
 
 def _pg_views(snap: Snapshot):
@@ -508,12 +519,14 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      _pg_tables, "v"),
     ("pg_catalog", "pg_views", "schemaname name, viewname name, viewowner name, definition text",
      _pg_views, "v"),
-    # Always empty: no indexes, comments, constraints, inheritance, policies, ...
+    # Indexes are those of tables' keys (server.system_keys); the relations whose rows are
+    # None are always empty: no comments, inheritance, policies, ...
     ("pg_catalog", "pg_index", ("indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, "
      "indisunique bool, indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, "
      "indimmediate bool, indisclustered bool, indisvalid bool, indcheckxmin bool, "
-     "indisready bool, indislive bool, indisreplident bool, indkey int2[], indcollation oid[], "
-     "indclass oid[], indoption int2[], indexprs pg_node_tree, indpred pg_node_tree"), None, "r"),
+     "indisready bool, indislive bool, indisreplident bool, indkey int2vector, indcollation oidvector, "
+     "indclass oidvector, indoption int2vector, indexprs pg_node_tree, indpred pg_node_tree"),
+     lambda snap: system_keys.pg_index_rows(snap.tables), "r"),
     ("pg_catalog", "pg_description", "objoid oid, classoid oid, objsubid int4, description text",
      None, "r"),
     ("pg_catalog", "pg_shdescription", "objoid oid, classoid oid, description text", None, "r"),
@@ -522,7 +535,8 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      "conindid oid, conparentid oid, confrelid oid, confupdtype \"char\", confdeltype \"char\", "
      "confmatchtype \"char\", conislocal bool, coninhcount int4, connoinherit bool, "
      "conkey int2[], confkey int2[], conpfeqop oid[], conppeqop oid[], conffeqop oid[], "
-     "confdelsetcols int2[], conexclop oid[], conbin pg_node_tree"), None, "r"),
+     "confdelsetcols int2[], conexclop oid[], conbin pg_node_tree"),
+     lambda snap: system_keys.pg_constraint_rows(snap.tables), "r"),
     ("pg_catalog", "pg_inherits",
      "inhrelid oid, inhparent oid, inhseqno int4, inhdetachpending bool", None, "r"),
     ("pg_catalog", "pg_collation", ("oid oid, collname name, collnamespace oid, collowner oid, "
@@ -619,26 +633,27 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("pg_catalog", "pg_matviews", ("schemaname name, matviewname name, matviewowner name, "
      "tablespace name, hasindexes bool, ispopulated bool, definition text"), None, "v"),
     ("pg_catalog", "pg_indexes", ("schemaname name, tablename name, indexname name, "
-     "tablespace name, indexdef text"), None, "v"),
+     "tablespace name, indexdef text"), lambda snap: system_keys.pg_indexes_rows(snap.tables), "v"),
     ("information_schema", "tables", _IS_TABLES, _table_rows, "v"),
     ("information_schema", "columns", _IS_COLUMNS, _column_rows, "v"),
     ("information_schema", "schemata", _IS_SCHEMATA, _schema_rows, "v"),
     ("information_schema", "views", _IS_VIEWS, _view_rows, "v"),
-    # No constraints but NOT NULL yet ("A PostgreSQL front end of our own" brings keys).
+    # PRIMARY KEY and UNIQUE (NOT NULL is not listed as a CHECK constraint, as PostgreSQL does).
     ("information_schema", "table_constraints", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, table_catalog name, table_schema name, table_name name, "
      "constraint_type varchar, is_deferrable varchar, initially_deferred varchar, enforced varchar, "
-     "nulls_distinct varchar"), None, "v"),
+     "nulls_distinct varchar"), lambda snap: system_keys.table_constraints_rows(snap.tables), "v"),
     ("information_schema", "key_column_usage", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, table_catalog name, table_schema name, table_name name, column_name name, "
-     "ordinal_position int4, position_in_unique_constraint int4"), None, "v"),
+     "ordinal_position int4, position_in_unique_constraint int4"),
+     lambda snap: system_keys.key_column_usage_rows(snap.tables), "v"),
     ("information_schema", "referential_constraints", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, unique_constraint_catalog name, unique_constraint_schema name, "
      "unique_constraint_name name, match_option varchar, update_rule varchar, delete_rule varchar"),
      None, "v"),
     ("information_schema", "constraint_column_usage", ("table_catalog name, table_schema name, "
      "table_name name, column_name name, constraint_catalog name, constraint_schema name, "
-     "constraint_name name"), None, "v"),
+     "constraint_name name"), lambda snap: system_keys.constraint_column_usage_rows(snap.tables), "v"),
     ("information_schema", "check_constraints", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, check_clause varchar"), None, "v"),
     ("mz_internal", "mz_subscriptions", ("id text, session_id int4, cluster_id text, "
@@ -653,6 +668,9 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("mz_internal", "mz_background_work", ("kind text, target text, status text, detail text, "
      "started_at timestamptz, finished_at timestamptz, seconds float8"),
      lambda snap: snap.background, "v"),
+    # sparkwire's own: what pg_get_constraintdef(oid) says of each constraint.
+    ("mz_internal", "mz_constraint_definitions", "oid oid, definition text",
+     lambda snap: system_keys.constraint_definition_rows(snap.tables), "v"),
 ]
 
 

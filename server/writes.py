@@ -226,12 +226,25 @@ def rows_to_updates(item: Item, rows: list[list[object]], diff: int = 1) -> pa.T
     schema = storage_arrow_schema(types)
     columns = []
     for i, t in enumerate(types):
-        values = [check_value(item, i, r[i]) for r in rows]
+        values = []
+        for r in rows:
+            try:
+                values.append(check_value(item, i, r[i]))
+            except SqlError as err:
+                if err.sqlstate == NOT_NULL_VIOLATION:
+                    err.detail = failing_row(item, r)
+                raise
         columns.append(column_array(values, arrow_type(t), item.columns[i].name))
     n = len(rows)
     columns.append(pa.array([0] * n, pa.int64()))
     columns.append(pa.array([diff] * n, pa.int64()))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def failing_row(item: Item, row: Sequence[object]) -> str:
+    """PostgreSQL's detail for a row a constraint refuses."""
+    shown = ", ".join("null" if v is None else encode_text(c.type, v).decode() for c, v in zip(item.columns, row))
+    return f"Failing row contains ({shown})."
 
 
 def column_array(values: list, typ: pa.DataType, name: str) -> pa.Array:

@@ -45,7 +45,9 @@ def test_create_table_types_and_constraints():
 
 @pytest.mark.parametrize(("sql", "code", "fragment"), [
     ("CREATE TABLE t (a foo)", "42704", 'type "foo" does not exist'),
-    ("CREATE TABLE t (a int PRIMARY KEY)", "0A000", "PRIMARY KEY"),
+    ("CREATE TABLE t (a int CHECK (a > 0))", "0A000", "CHECK constraints are not supported"),
+    ("CREATE TABLE t (a int REFERENCES u)", "0A000", "FOREIGN KEY constraints are not supported"),
+    ("CREATE TABLE t (a int, PRIMARY KEY (a) INCLUDE (a))", "0A000", "INCLUDE"),
     ("CREATE TABLE t (a int, a text)", "42701", 'column "a" specified more than once'),
     ("CREATE TABLE t (a numeric(50, 2))", "22023", "precision 50"),
     ("SELECT 1 FROM", "42601", "syntax error"),
