@@ -16,7 +16,16 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from planner import allowlist, copy_syntax, pg_compat, pg_parse, source_syntax, subscribe_syntax, table_keys
+from planner import (
+    allowlist,
+    copy_syntax,
+    index_syntax,
+    pg_compat,
+    pg_parse,
+    source_syntax,
+    subscribe_syntax,
+    table_keys,
+)
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.lexer import Scanner, split_statements
@@ -233,6 +242,11 @@ def _create(s: Scanner) -> st.Statement:
         return _create_table(s.text)
     if s.is_keyword("view") or s.is_keyword("temp", "view") or s.is_keyword("temporary", "view"):
         return _create_view(s.text, replace)
+    if s.is_keyword("index") or s.is_keyword("unique", "index"):
+        node = pg_parse.parse_one(s.text)["IndexStmt"]
+        relation = node["relation"]
+        table = _name_of(".".join(p for p in (relation.get("schemaname"), relation["relname"]) if p))
+        return index_syntax.create_index(node, table)
     raise _unsupported(Scanner(s.text))
 
 
@@ -396,6 +410,16 @@ def _drop(s: Scanner) -> st.Statement:
         kind = "TABLE"
     elif s.accept("view"):
         kind = "VIEW"
+    elif s.accept("index"):
+        concurrently = s.accept("concurrently")
+        if_exists = s.accept("if", "exists")
+        names = [_name_of(s.qualified_name())]
+        while s.accept_punct(","):
+            names.append(_name_of(s.qualified_name()))
+        if not s.accept("cascade"):
+            s.accept("restrict")
+        s.expect_end()
+        return st.DropIndex(tuple(names), if_exists, concurrently)
     else:
         raise _unsupported(Scanner(s.text)) if kind_word else s.error("expected TABLE or VIEW")
     if_exists = s.accept("if", "exists")

@@ -48,6 +48,25 @@ class CreateTable(Statement):
 
 
 @dataclass(frozen=True)
+class CreateIndex(Statement):
+    name: str | None  # None: PostgreSQL's choice
+    table: str
+    columns: tuple[str, ...]
+    orders: tuple[str, ...]  # per column: "", "DESC", "NULLS FIRST", ...
+    unique: bool = False
+    method: str = "btree"
+    if_not_exists: bool = False
+    concurrently: bool = False
+
+
+@dataclass(frozen=True)
+class DropIndex(Statement):
+    names: tuple[str, ...]
+    if_exists: bool = False
+    concurrently: bool = False
+
+
+@dataclass(frozen=True)
 class CreateView(Statement):
     name: str
     query: exp.Expression

@@ -84,9 +84,18 @@ def truncated(name: str) -> str:
 
 def constraint_name(table: str, columns: tuple[str, ...], primary: bool, taken: set[str]) -> str:
     """The name PostgreSQL chooses for an unnamed key (ChooseConstraintName): `t_pkey`,
-    `t_a_b_key`; the longer part is cut to fit, and a number added until the name is free."""
-    label = "pkey" if primary else "key"
-    middle = "" if primary else "_".join(columns)
+    `t_a_b_key`."""
+    return chosen_name(table, "" if primary else "_".join(columns), "pkey" if primary else "key", taken)
+
+
+def index_name(table: str, columns: tuple[str, ...], taken: set[str]) -> str:
+    """The name PostgreSQL chooses for CREATE INDEX without one: `t_a_b_idx`."""
+    return chosen_name(table, "_".join(columns), "idx", taken)
+
+
+def chosen_name(table: str, middle: str, label: str, taken: set[str]) -> str:
+    """`table_middle_label`, the longer part cut to fit, and a number added to the label
+    until the name is free (PostgreSQL's ChooseRelationName)."""
     for n in range(10_000):
         suffix = f"{label}{n}" if n else label
         name = _make_object_name(table, middle, suffix)

@@ -19,6 +19,7 @@ from planner.errors import (
 )
 from server.catalog_items import Item
 from server.catalog_ops import (
+    AlterItem,
     CatalogOp,
     CreateCollection,
     CreateItem,
@@ -75,7 +76,10 @@ class Catalog:
     def index_names(self) -> set[str]:
         """The names of the indexes that back tables' keys: relations in PostgreSQL's terms,
         so no other relation may take them."""
-        return {k.name for i in self.items.values() for k in i.keys}
+        return {name for i in self.items.values() for name in i.index_names}
+
+    def table_of_index(self, name: str) -> Item | None:
+        return next((i for i in self.items.values() if name in i.index_names), None)
 
     def sorted_items(self, kind: str | None = None) -> list[Item]:
         return sorted((i for i in self.items.values() if kind is None or i.kind == kind),
@@ -154,7 +158,11 @@ class Catalog:
         match op:
             case CreateItem(item):
                 self.items[item.id] = item
-                self.next_id = max(self.next_id, int(item.id[1:]) + 1)
+                self._ids_taken(item)
+            case AlterItem(item):
+                if item.id in self.items:
+                    self.items[item.id] = item
+                    self._ids_taken(item)
             case DropItem(item_id):
                 self.items.pop(item_id, None)
             case SetSystem(name, value):
@@ -172,6 +180,11 @@ class Catalog:
                     self.items[b.id] = dataclasses.replace(b, name=a.name, sql=_renamed(b.sql, b.name, a.name))
             case CreateCollection() | DropCollection():
                 pass  # the store's: collections are not catalog objects
+
+    def _ids_taken(self, item: Item) -> None:
+        """Replaying the log must not hand out an id again: the item's, or its indexes'."""
+        ids = [item.id, *(k.index_id for k in item.keys), *(i.index_id for i in item.indexes)]
+        self.next_id = max(self.next_id, *(int(i[1:]) + 1 for i in ids))
 
     def to_json(self) -> dict:
         return {"items": [i.to_json() for i in self.items.values()], "next_id": self.next_id,

@@ -45,6 +45,28 @@ class UniqueKey:
 
 
 @dataclass(frozen=True)
+class IndexDef:
+    """An index made by CREATE INDEX: recorded and shown in the catalog (Spark scans whole
+    tables, so no query uses it); a UNIQUE one is enforced like a UNIQUE constraint."""
+
+    name: str
+    columns: tuple[str, ...]
+    unique: bool
+    index_id: str
+    method: str = "btree"
+    orders: tuple[str, ...] = ()  # per column, as written after it: "", "DESC", "DESC NULLS LAST", ...
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "columns": list(self.columns), "unique": self.unique,
+                "index_id": self.index_id, "method": self.method, "orders": list(self.orders)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> IndexDef:
+        return cls(d["name"], tuple(d["columns"]), d["unique"], d["index_id"], d.get("method", "btree"),
+                   tuple(d.get("orders", ())))
+
+
+@dataclass(frozen=True)
 class Item:
     """A named catalog object: a table (with a storage collection), a view, a
     source, a connection or a secret."""
@@ -61,6 +83,16 @@ class Item:
     # upstream reference, a secret's value (never shown back).
     details: dict = field(default_factory=dict, compare=False, hash=False)
     keys: tuple[UniqueKey, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
+    indexes: tuple[IndexDef, ...] = ()  # a table's indexes made by CREATE INDEX
+
+    @property
+    def unique_sets(self) -> tuple[UniqueKey | IndexDef, ...]:
+        """What writes must not duplicate: the keys, and the unique indexes."""
+        return self.keys + tuple(i for i in self.indexes if i.unique)
+
+    @property
+    def index_names(self) -> list[str]:
+        return [k.name for k in self.keys] + [i.name for i in self.indexes]
 
     @property
     def source_id(self) -> str | None:
@@ -99,10 +131,13 @@ class Item:
                "depends_on": list(self.depends_on), "oid": self.oid, "details": self.details}
         if self.keys:  # absent otherwise: items without keys are written as they always were
             out["keys"] = [k.to_json() for k in self.keys]
+        if self.indexes:
+            out["indexes"] = [i.to_json() for i in self.indexes]
         return out
 
     @classmethod
     def from_json(cls, d: dict) -> Item:
         return cls(d["id"], d["name"], d["kind"], tuple(Column.from_json(c) for c in d["columns"]),
                    d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0),
-                   d.get("details", {}), tuple(UniqueKey.from_json(k) for k in d.get("keys", ())))
+                   d.get("details", {}), tuple(UniqueKey.from_json(k) for k in d.get("keys", ())),
+                   tuple(IndexDef.from_json(i) for i in d.get("indexes", ())))

@@ -86,7 +86,18 @@ class SetSystem:
         return {"op": "system_set", "name": self.name, "value": self.value}
 
 
-CatalogOp = CreateItem | DropItem | CreateCollection | DropCollection | SetDetails | SwapItems | SetSystem
+@dataclass(frozen=True)
+class AlterItem:
+    """An object replaced by a new version of itself (same id and OID): a table's indexes
+    added or dropped."""
+
+    item: Item
+
+    def to_json(self) -> dict:
+        return {"op": "alter", "item": self.item.to_json()}
+
+
+CatalogOp = CreateItem | DropItem | CreateCollection | DropCollection | SetDetails | SwapItems | SetSystem | AlterItem
 
 
 def from_json(d: dict) -> CatalogOp:
@@ -107,6 +118,8 @@ def from_json(d: dict) -> CatalogOp:
             return SwapItems(d["a"], d["b"])
         case "system_set":
             return SetSystem(d["name"], d["value"])
+        case "alter":
+            return AlterItem(Item.from_json(d["item"]))
     raise ValueError(f"unknown catalog operation {d.get('op')!r}")
 
 

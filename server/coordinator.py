@@ -265,9 +265,17 @@ class Coordinator:
         dropped = self._dropped_while_running(updates, created)
         if dropped is not None:
             raise dropped
-        await self.count_keys(updates)
-        created_items = {op.item.id: op.item for op in ops if isinstance(op, catalog_ops.CreateItem)}
-        refused = self.unique.violations([updates], {**self.catalog.items, **created_items})[0]
+        # Tables this commit creates have no rows yet; one whose indexes it changes is
+        # counted by its new keys, which the rows it has must not already break.
+        changed = {op.item.id: op.item for op in ops if isinstance(op, (catalog_ops.CreateItem, catalog_ops.AlterItem))}
+        items = {**self.catalog.items, **changed}
+        altered = [op.item.id for op in ops if isinstance(op, catalog_ops.AlterItem)]
+        await self.count_keys([*updates, *altered], items)
+        for cid in altered:
+            refused = self.unique.duplicated(items[cid])
+            if refused is not None:
+                raise refused
+        refused = self.unique.violations([updates], items)[0]
         if refused is not None:
             raise refused
         ts = self._next_ts()
@@ -306,13 +314,14 @@ class Coordinator:
         self._maybe_compact()
         return ts
 
-    async def count_keys(self, collection_ids: Iterable[str]) -> None:
+    async def count_keys(self, collection_ids: Iterable[str], items: dict[str, Item] | None = None) -> None:
         """Make sure the key counts of these tables exist (hold `write_lock`): a table's first
-        write since start reads its keys from its files."""
+        write since start reads its keys from its files. `items`: the tables as a commit will
+        leave them (the catalog's when None); those it creates have no files to read."""
         loop = asyncio.get_running_loop()
         for cid in set(collection_ids):
-            item = self.catalog.items.get(cid)
-            if item is not None and not self.unique.built(item):
+            item = (items or self.catalog.items).get(cid)
+            if item is not None and cid in self.store.collections and not self.unique.built(item):
                 await loop.run_in_executor(None, self.unique.build, item)
 
     def _storage_failed(self, err: StorageError) -> None:

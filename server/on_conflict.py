@@ -24,7 +24,7 @@ from planner import statements as st
 from planner.errors import SYNTAX_ERROR, SqlError
 from planner.params import literal
 from server import writes
-from server.catalog_items import Item, UniqueKey
+from server.catalog_items import IndexDef, Item, UniqueKey
 from server.unique_keys import KeyCounts, Present, keys_of
 from spark_backend.schema import physical
 
@@ -42,7 +42,7 @@ class Resolved:
     count: int  # INSERT 0 <count>: rows inserted plus rows updated
 
 
-def arbiters(item: Item, clause: st.OnConflict) -> tuple[UniqueKey, ...]:
+def arbiters(item: Item, clause: st.OnConflict) -> tuple[UniqueKey | IndexDef, ...]:
     """The keys whose conflicts the clause handles, as PostgreSQL infers them."""
     if clause.constraint is not None:
         key = next((k for k in item.keys if k.name == clause.constraint), None)
@@ -53,7 +53,7 @@ def arbiters(item: Item, clause: st.OnConflict) -> tuple[UniqueKey, ...]:
         for name in clause.columns:
             if item.column(name) is None:
                 raise SqlError("42703", f'column "{name}" does not exist')
-        found = tuple(k for k in item.keys if set(k.columns) == set(clause.columns))
+        found = tuple(k for k in item.unique_sets if set(k.columns) == set(clause.columns))
         if not found:
             raise SqlError(INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching "
                                                      "the ON CONFLICT specification")
@@ -61,7 +61,7 @@ def arbiters(item: Item, clause: st.OnConflict) -> tuple[UniqueKey, ...]:
     if clause.updates:
         raise SqlError(SYNTAX_ERROR, "ON CONFLICT DO UPDATE requires inference specification or constraint name",
                        hint="For example, ON CONFLICT (column_name).")
-    return item.keys
+    return item.unique_sets
 
 
 async def resolve(item: Item, stmt: st.Insert, proposed: pa.Table, counts: list[KeyCounts],
@@ -98,7 +98,7 @@ async def resolve(item: Item, stmt: st.Insert, proposed: pa.Table, counts: list[
                     inserted.num_rows + result.num_rows)
 
 
-def update_select(item: Item, stmt: st.Insert, conflicting: pa.Table, key: UniqueKey) -> exp.Select:
+def update_select(item: Item, stmt: st.Insert, conflicting: pa.Table, key: UniqueKey | IndexDef) -> exp.Select:
     """SELECT the present rows' old values and new values, joined to the conflicting proposed
     rows (`excluded`) on the key: DO UPDATE SET ... WHERE ... as one query."""
     clause = stmt.on_conflict

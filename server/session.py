@@ -43,6 +43,7 @@ from server import (
     copy_format,
     copy_load,
     copy_out,
+    indexes,
     metrics,
     on_conflict,
     roles,
@@ -322,7 +323,7 @@ class Session:
             if not table.num_rows:
                 continue
             item = self.catalog.items.get(cid)
-            if item is not None and item.keys:
+            if item is not None and item.unique_sets:
                 if not self.coord.unique.built(item) and cid in self.coord.catalog.items:
                     if self.txn.holds_lock:
                         await self.coord.count_keys([cid])
@@ -463,7 +464,7 @@ class Session:
             return self.txn.catalog
         return self.coord.catalog
 
-    async def _table_ddl(self, plan: Callable[[Catalog], list[CatalogOp]]) -> None:
+    async def table_ddl(self, plan: Callable[[Catalog], list[CatalogOp]]) -> None:
         """CREATE/DROP TABLE and VIEW: committed at once, or, in a transaction block, staged and
         committed with the block's writes at COMMIT, atomically (PostgreSQL's transactional
         DDL). A block's reads see the catalog as committed; its writes see its own tables."""
@@ -493,7 +494,7 @@ class Session:
                               for c in stmt.columns), self.coord.read_ts(), keys=keys)
             return catalog.plan_create(item, stmt.if_not_exists)
 
-        await self._table_ddl(plan)
+        await self.table_ddl(plan)
         return CommandDone("CREATE TABLE", notices=notices)
 
     async def _create_view(self, stmt: st.CreateView, params, ptypes) -> Outcome:
@@ -517,7 +518,7 @@ class Session:
                         self.coord.read_ts(), sql, deps)
             return catalog.plan_create(item, replace=stmt.or_replace)
 
-        await self._table_ddl(plan)
+        await self.table_ddl(plan)
         return CommandDone("CREATE VIEW")
 
     async def _drop(self, stmt: st.Drop, params, ptypes) -> Outcome:
@@ -530,7 +531,7 @@ class Session:
             notices.extend(("NOTICE", n) for n in skipped)
             return ops
 
-        await self._table_ddl(plan)
+        await self.table_ddl(plan)
         if self.server_sources is not None:
             await self.server_sources.forget_dropped()  # a dropped table fed by a source
         return CommandDone(f"DROP {stmt.object_type}", notices=notices)
@@ -919,4 +920,5 @@ _HANDLERS: dict[type, Callable] = {
 }
 
 _HANDLERS.update(sources.HANDLERS)
+_HANDLERS.update(indexes.HANDLERS)
 _HANDLERS.update(roles.HANDLERS)

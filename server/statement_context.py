@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from server.catalog import Catalog
 from server.catalog_ops import CatalogOp
 from server.coordinator import Coordinator
 
@@ -25,3 +26,7 @@ class StatementContext(Protocol):
     async def ddl(self, plan: Callable[[], list[CatalogOp]]) -> None:
         """Plan catalog operations under the write lock, against the live catalog, and
         commit them at once (nothing when the plan is empty)."""
+
+    async def table_ddl(self, plan: Callable[[Catalog], list[CatalogOp]]) -> None:
+        """Plan catalog operations against the catalog as the session sees it, and commit
+        them at once - or, in a transaction block, stage them for its COMMIT."""

@@ -124,16 +124,16 @@ def _pg_class(snap: Snapshot):
         yield _class_row(rel.oid, rel.name, NAMESPACES[rel.schema], rel.kind, len(rel.columns))
     for item in snap.relations:
         yield _class_row(item.oid, item.name, NAMESPACES["public"], _kind(item), len(item.columns),
-                         bool(item.keys))
-    for oid, name, natts in system_keys.index_relations(snap.tables):
-        yield _class_row(oid, name, NAMESPACES["public"], "i", natts)
+                         bool(item.index_names))
+    for oid, name, natts, method in system_keys.index_relations(snap.tables):
+        yield _class_row(oid, name, NAMESPACES["public"], "i", natts, access_method=method)
 
 
-_ACCESS_METHOD = {"r": 2, "m": 2, "i": system_keys.BTREE}  # heap, btree
-
-
-def _class_row(oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool = False) -> tuple:
-    return (oid, name, namespace, 0, 0, SUPERUSER_OID, _ACCESS_METHOD.get(kind, 0), oid, 0,
+def _class_row(oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool = False,
+               access_method: int | None = None) -> tuple:
+    if access_method is None:
+        access_method = 2 if kind in ("r", "m") else 0  # heap
+    return (oid, name, namespace, 0, 0, SUPERUSER_OID, access_method, oid, 0,
             0, -1.0, 0, 0, has_index, False, "p", kind, natts, 0, False, False, False, False, False,
             True, "d", False, 0, 0, 0, None, None, None)
 
@@ -271,6 +271,7 @@ def _pg_stat_user_tables(snap: Snapshot):
 def _pg_am(snap: Snapshot):
     yield 2, "heap", "heap_tableam_handler", "t"
     yield 403, "btree", "bthandler", "i"
+    yield 405, "hash", "hashhandler", "i"
 
 
 def _pg_tablespace(snap: Snapshot):
@@ -365,7 +366,7 @@ def _pg_tables(snap: Snapshot):
             yield rel.schema, rel.name, OWNER, None, False, False, False, False
     for item in snap.relations:
         if _kind(item) == "r":
-            yield "public", item.name, OWNER, None, bool(item.keys), False, False, False
+            yield "public", item.name, OWNER, None, bool(item.index_names), False, False, False
 
 
 def _pg_views(snap: Snapshot):

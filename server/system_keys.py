@@ -10,22 +10,46 @@ CONSTRAINT_OID_OFFSET, which no other OID sparkwire hands out reaches.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from planner.pg_compat import NAMESPACES, RESERVED_KEYWORDS
 from server.catalog import FIRST_USER_OID
 from server.catalog_items import Item, UniqueKey
 
 DATABASE = "materialize"
-BTREE = 403
+ACCESS_METHODS = {"btree": 403, "hash": 405}
 CONSTRAINT_OID_OFFSET = 1_000_000
 
 
-def index_oid(key: UniqueKey) -> int:
-    return FIRST_USER_OID + int(key.index_id[1:])
+@dataclass(frozen=True)
+class Index:
+    """One index as the catalog shows it: a key's, or one CREATE INDEX made."""
+
+    table: Item
+    name: str
+    columns: tuple[str, ...]
+    orders: tuple[str, ...]
+    unique: bool
+    primary: bool
+    method: str
+    oid: int
+
+
+def _oid(index_id: str) -> int:
+    return FIRST_USER_OID + int(index_id[1:])
 
 
 def constraint_oid(key: UniqueKey) -> int:
-    return index_oid(key) + CONSTRAINT_OID_OFFSET
+    return _oid(key.index_id) + CONSTRAINT_OID_OFFSET
+
+
+def indexes(tables: list[Item]) -> Iterator[Index]:
+    for table in tables:
+        for key in table.keys:
+            yield Index(table, key.name, key.columns, ("",) * len(key.columns), True, key.primary, "btree",
+                        _oid(key.index_id))
+        for ix in table.indexes:
+            yield Index(table, ix.name, ix.columns, ix.orders, ix.unique, False, ix.method, _oid(ix.index_id))
 
 
 def quote_ident(name: str) -> str:
@@ -35,11 +59,11 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def index_definition(table: Item, key: UniqueKey) -> str:
+def index_definition(ix: Index) -> str:
     """pg_get_indexdef: `CREATE UNIQUE INDEX t_pkey ON public.t USING btree (a)`."""
-    cols = ", ".join(quote_ident(c) for c in key.columns)
-    return (f"CREATE UNIQUE INDEX {quote_ident(key.name)} ON public.{quote_ident(table.name)} "
-            f"USING btree ({cols})")
+    cols = ", ".join(" ".join(w for w in (quote_ident(c), order) if w) for c, order in zip(ix.columns, ix.orders))
+    unique = "UNIQUE " if ix.unique else ""
+    return f"CREATE {unique}INDEX {quote_ident(ix.name)} ON public.{quote_ident(ix.table.name)} USING {ix.method} ({cols})"
 
 
 def constraint_definition(key: UniqueKey) -> str:
@@ -61,16 +85,24 @@ def attnums(table: Item, key: UniqueKey) -> list[int]:
 def pg_constraint_rows(tables: list[Item]) -> Iterator[tuple]:
     for table, key in keys(tables):
         yield (constraint_oid(key), key.name, NAMESPACES["public"], "p" if key.primary else "u",
-               False, False, True, table.oid, 0, index_oid(key), 0, 0, " ", " ", " ", True, 0, True,
+               False, False, True, table.oid, 0, _oid(key.index_id), 0, 0, " ", " ", " ", True, 0, True,
                attnums(table, key), None, None, None, None, None, None, None)
 
 
 def pg_index_rows(tables: list[Item]) -> Iterator[tuple]:
-    for table, key in keys(tables):
-        n = len(key.columns)
-        yield (index_oid(key), table.oid, n, n, True, False, key.primary, False, True, False, True,
-               False, True, True, False, _vector(attnums(table, key)), _vector([0] * n), _vector([0] * n),
-               _vector([0] * n), None, None)
+    for ix in indexes(tables):
+        n = len(ix.columns)
+        options = [_option(o) for o in ix.orders]
+        yield (ix.oid, ix.table.oid, n, n, ix.unique, False, ix.primary, False, True, False, True,
+               False, True, True, False, _vector([ix.table.column_names.index(c) + 1 for c in ix.columns]),
+               _vector([0] * n), _vector([0] * n), _vector(options), None, None)
+
+
+def _option(order: str) -> int:
+    """pg_index.indoption of a column: INDOPTION_DESC (1) | INDOPTION_NULLS_FIRST (2)."""
+    desc = order.startswith("DESC")
+    nulls_first = "NULLS FIRST" in order or (desc and "NULLS LAST" not in order)
+    return int(desc) | (2 if nulls_first else 0)
 
 
 def _vector(values: list[int]) -> str:
@@ -78,15 +110,15 @@ def _vector(values: list[int]) -> str:
     return " ".join(map(str, values))
 
 
-def index_relations(tables: list[Item]) -> Iterator[tuple[int, str, int]]:
-    """(oid, name, number of columns) of each key's index, for pg_class."""
-    for _table, key in keys(tables):
-        yield index_oid(key), key.name, len(key.columns)
+def index_relations(tables: list[Item]) -> Iterator[tuple[int, str, int, int]]:
+    """(oid, name, number of columns, access method) of each index, for pg_class."""
+    for ix in indexes(tables):
+        yield ix.oid, ix.name, len(ix.columns), ACCESS_METHODS[ix.method]
 
 
 def pg_indexes_rows(tables: list[Item]) -> Iterator[tuple]:
-    for table, key in keys(tables):
-        yield "public", table.name, key.name, None, index_definition(table, key)
+    for ix in indexes(tables):
+        yield "public", ix.table.name, ix.name, None, index_definition(ix)
 
 
 def constraint_definition_rows(tables: list[Item]) -> Iterator[tuple]:

@@ -28,7 +28,7 @@ from planner.codecs.text_out import encode_text
 from planner.errors import SqlError
 from planner.statements import CreateTable
 from server.catalog import Catalog
-from server.catalog_items import Item, UniqueKey
+from server.catalog_items import IndexDef, Item, UniqueKey
 from spark_backend.schema import DIFF, physical
 from spark_backend.storage import Store
 
@@ -115,7 +115,7 @@ def key_changes(updates: pa.Table, positions: tuple[int, ...]) -> dict[tuple, _C
 class KeyCounts:
     """One key's present values: how many rows hold each."""
 
-    def __init__(self, item: Item, key: UniqueKey) -> None:
+    def __init__(self, item: Item, key: UniqueKey | IndexDef) -> None:
         self.key = key
         self.positions = tuple(item.column_names.index(c) for c in key.columns)
         self.types = tuple(item.columns[p].type for p in self.positions)
@@ -147,35 +147,53 @@ class KeyCounts:
 
 
 class UniqueKeys:
-    """Every constrained table's key counts (by collection id), built when first needed."""
+    """Every constrained table's key counts (by collection id), built when first needed.
+
+    Counts are kept with the keys they count: a table whose unique indexes changed (or a
+    version of it a transaction block staged) does not use counts of the old set."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._tables: dict[str, list[KeyCounts]] = {}
+        self._tables: dict[str, tuple[tuple, list[KeyCounts]]] = {}
 
     def built(self, item: Item) -> bool:
-        return not item.keys or item.id in self._tables
+        kept = self._tables.get(item.id)
+        return not item.unique_sets or (kept is not None and kept[0] == item.unique_sets)
 
     def build(self, item: Item) -> None:
         """Count the keys in the table's files (blocking: run it on a worker thread, with the
         write lock held so that no commit lands meanwhile)."""
-        counts = [KeyCounts(item, k) for k in item.keys]
+        counts = [KeyCounts(item, k) for k in item.unique_sets]
         files, _ = self.store.files(item.id, self.store.last_ts)
         needed = sorted({p for c in counts for p in c.positions})
         with self.store.reading():
             table = self.store.read_columns(files, [*(physical(p) for p in needed), DIFF], item.id)
         for c in counts:
             c.add(key_changes(table, c.positions))
-        self._tables[item.id] = counts
+        self._tables[item.id] = (item.unique_sets, counts)
 
     def counts(self, item: Item) -> list[KeyCounts]:
         """The table's key counts (built, or a table its transaction block created: empty)."""
-        return self._tables.get(item.id) or [KeyCounts(item, k) for k in item.keys]
+        kept = self._tables.get(item.id)
+        if kept is not None and kept[0] == item.unique_sets:
+            return kept[1]
+        return [KeyCounts(item, k) for k in item.unique_sets]
+
+    def duplicated(self, item: Item) -> SqlError | None:
+        """After `build`: a unique index just added that the table's rows already break."""
+        for c in self.counts(item):
+            key = next((k for k, n in c.counts.items() if n > 1), None)
+            if key is not None:
+                shown = ", ".join(encode_text(t, v).decode() if v is not NAN else "NaN"
+                                  for t, v in zip(c.types, key))
+                return SqlError(UNIQUE_VIOLATION, f'could not create unique index "{c.key.name}"',
+                                detail=f"Key ({', '.join(c.key.columns)})=({shown}) is duplicated.")
+        return None
 
     def created(self, item: Item) -> None:
         """A new table: no keys present yet."""
-        if item.keys:
-            self._tables[item.id] = [KeyCounts(item, k) for k in item.keys]
+        if item.unique_sets:
+            self._tables[item.id] = (item.unique_sets, [KeyCounts(item, k) for k in item.unique_sets])
 
     def forget(self, collection_id: str) -> None:
         self._tables.pop(collection_id, None)
@@ -190,7 +208,7 @@ class UniqueKeys:
             error, mine = None, []
             for cid, table in updates.items():
                 item = items.get(cid)
-                if item is None or not item.keys or not table.num_rows:
+                if item is None or not item.unique_sets or not table.num_rows:
                     continue
                 for c in self.counts(item):
                     changes = key_changes(table, c.positions)
@@ -205,7 +223,7 @@ class UniqueKeys:
     def committed(self, updates: dict[str, pa.Table]) -> None:
         """Keep the counts current after a commit."""
         for cid, table in updates.items():
-            for c in self._tables.get(cid, ()):
+            for c in self._tables.get(cid, ((), []))[1]:
                 c.add(key_changes(table, c.positions))
 
     def staged_violation(self, item: Item, table: pa.Table, staged: list[pa.Table]) -> SqlError | None:

@@ -111,11 +111,11 @@ def test_enforced_like_postgres(pair, steps):
     # DO UPDATE: excluded, the target's alias and its own columns, WHERE, RETURNING, the tag's count
     ["INSERT INTO k1 VALUES (1, 'a', 'x'), (2, 'b', 'y')",
      "INSERT INTO k1 VALUES (1, 'z', 'new'), (5, 'f', NULL) ON CONFLICT (id) DO UPDATE SET note = excluded.note",
-     "INSERT INTO k1 AS t VALUES (2, 'q', 'w') ON CONFLICT (id) DO UPDATE SET note = t.note || '+' || excluded.note "
-     "RETURNING id, code, note",
+     ("INSERT INTO k1 AS t VALUES (2, 'q', 'w') ON CONFLICT (id) DO UPDATE SET note = t.note || '+' || excluded.note "
+     "RETURNING id, code, note"),
      "INSERT INTO k1 VALUES (1, 'q', 'no') ON CONFLICT (id) DO UPDATE SET note = excluded.note WHERE k1.note = 'zzz'",
-     "INSERT INTO k1 VALUES (1, 'q', 'yes') ON CONFLICT (id) DO UPDATE SET note = excluded.note, code = 'qq' "
-     "WHERE k1.note = 'new' RETURNING *",
+     ("INSERT INTO k1 VALUES (1, 'q', 'yes') ON CONFLICT (id) DO UPDATE SET note = excluded.note, code = 'qq' "
+     "WHERE k1.note = 'new' RETURNING *"),
      "SELECT * FROM k1 ORDER BY id"],
     # INSERT ... SELECT with ON CONFLICT, and composite keys
     ["INSERT INTO k2 VALUES (1, 'a', 1), (2, 'b', 2)",
@@ -140,6 +140,83 @@ def test_enforced_like_postgres(pair, steps):
 def test_on_conflict(pair, steps):
     for sql in steps:
         same(pair, sql)
+
+
+@pytest.mark.parametrize("steps", [
+    # recorded under PostgreSQL's names, shown in the catalog, dropped
+    ["CREATE INDEX ON k1 (note)", "CREATE INDEX k1_by_code ON k1 USING btree (code DESC, note NULLS FIRST)",
+     "CREATE INDEX IF NOT EXISTS k1_by_code ON k1 (note)", "CREATE INDEX k1_by_code ON k1 (note)",
+     "CREATE INDEX ON k1 (note)", "CREATE INDEX h ON k1 USING hash (note)",
+     "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'k1' ORDER BY 1",
+     ("SELECT ci.relname, ci.relam, i.indisunique, i.indisprimary, i.indkey::text, i.indoption::text FROM pg_index i "
+     "JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class ct ON ct.oid = i.indrelid WHERE ct.relname = 'k1' "
+     "ORDER BY 1"),
+     "DROP INDEX k1_note_idx, h", "DROP INDEX k1_note_idx", "DROP INDEX IF EXISTS k1_note_idx",
+     "DROP INDEX k1_pkey", "DROP INDEX k1", "SELECT indexname FROM pg_indexes WHERE tablename = 'k1' ORDER BY 1"],
+    # a unique index is enforced, and refused when the rows already break it
+    ["INSERT INTO k1 VALUES (1, 'a', 'x'), (2, 'b', 'x')", "CREATE UNIQUE INDEX one_note ON k1 (note)",
+     "CREATE UNIQUE INDEX k1_id_note ON k1 (id, note)", "INSERT INTO k1 VALUES (3, 'c', 'y')",
+     "UPDATE k1 SET note = 'z' WHERE id = 1", "CREATE UNIQUE INDEX one_note ON k1 (note)",
+     "CREATE UNIQUE INDEX one_code ON k1 (code)", "INSERT INTO k1 VALUES (4, 'c', 'w')",
+     "INSERT INTO k1 VALUES (4, 'c', 'w') ON CONFLICT (code) DO UPDATE SET note = 'via index'",
+     "DROP INDEX one_code", "INSERT INTO k1 VALUES (5, 'c', 'v')", "SELECT * FROM k1 ORDER BY id"],
+    # bad indexes
+    ["CREATE INDEX ON nope (a)", "CREATE INDEX ON k1 (nope)", "CREATE INDEX ON k1 USING nosuch (note)",
+     "CREATE UNIQUE INDEX ON k1 USING hash (note)", "CREATE INDEX k2 ON k1 (note)", "BEGIN",
+     "CREATE INDEX CONCURRENTLY ON k1 (note)", "ROLLBACK"],
+    # in a transaction block: staged, committed or rolled back with it
+    ["BEGIN", "CREATE INDEX staged ON k1 (note)", "ROLLBACK", "DROP INDEX staged",
+     "BEGIN", "CREATE UNIQUE INDEX staged ON k1 (note)", "INSERT INTO k1 VALUES (1, 'a', 'n'), (2, 'b', 'm')", "COMMIT",
+     "INSERT INTO k1 VALUES (3, 'c', 'n')", "SELECT indexname FROM pg_indexes WHERE tablename = 'k1' ORDER BY 1"],
+])
+def test_indexes(pair, steps):
+    for sql in steps:
+        same(pair, sql)
+
+
+@pytest.mark.parametrize("sql, fragment", [
+    ("CREATE INDEX ON k1 ((id + 1))", "indexes on expressions"),
+    ("CREATE INDEX ON k1 USING gin (note)", "gin indexes"),
+    ("CREATE INDEX ON k1 (note) WHERE id > 0", "partial indexes"),
+    ("CREATE INDEX ON k1 (note) INCLUDE (code)", "INCLUDE"),
+    ("CREATE TABLE bad (a int CHECK (a > 0))", "CHECK constraints"),
+    ("CREATE TABLE bad (a int REFERENCES k1 (id))", "FOREIGN KEY constraints"),
+    ("INSERT INTO k1 VALUES (1, 'a') ON CONFLICT (id) WHERE id > 0 DO NOTHING", "partial indexes"),
+])
+def test_refused_where_postgres_accepts(pair, sql, fragment):
+    """What sparkwire cannot honour fails by name (PostgreSQL accepts it); nothing is created."""
+    ours, _ = pair
+    got = outcome(ours, sql)
+    assert got[:2] == ("error", "0A000") and fragment in got[2], got
+    assert outcome(ours, "SELECT count(*) FROM pg_indexes WHERE tablename = 'k1'") == ("ok", [(2,)])
+
+
+def test_indexes_survive_a_restart_and_drop_with_their_table():
+    with running_server() as first:
+        with psycopg.connect(first.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE ix (a int, b text)")
+            conn.execute("INSERT INTO ix VALUES (1, 'x')")
+            conn.execute("CREATE UNIQUE INDEX ix_b ON ix (b)")
+            conn.execute("CREATE INDEX ON ix (a)")
+            conn.execute("CREATE TABLE later (c int)")  # takes the id after the indexes'
+        first.stop()
+        second = ServerProcess(data_dir=first.data_dir).start()
+        try:
+            second.wait_ready()
+            with psycopg.connect(second.dsn, autocommit=True) as conn:
+                assert conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'ix' ORDER BY 1"
+                                    ).fetchall() == [("ix_a_idx",), ("ix_b",)]
+                with pytest.raises(psycopg.errors.UniqueViolation):
+                    conn.execute("INSERT INTO ix VALUES (2, 'x')")
+                conn.execute("CREATE TABLE newer (d int)")
+                oids = conn.execute("SELECT oid FROM pg_class WHERE relname IN ('ix', 'ix_b', 'ix_a_idx', 'later', 'newer')"
+                                    ).fetchall()
+                assert len(set(oids)) == 5
+                conn.execute("DROP TABLE ix")
+                assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'ix'").fetchone() == (0,)
+                conn.execute("CREATE TABLE ix_b (e int)")  # the name is free again
+        finally:
+            second.stop()
 
 
 def test_transaction_block(pair):

@@ -130,3 +130,33 @@ def test_keys_are_kept_in_the_catalog_log():
     assert Item.from_json(data).keys == item.keys
     plain = Item("u3", "p", "table", item.columns, 0)
     assert "keys" not in plain.to_json()  # items without keys are written as before
+
+
+@pytest.mark.parametrize("sql, columns, orders, unique, method", [
+    ("CREATE INDEX ON t (a DESC, b)", ("a", "b"), ("DESC", ""), False, "btree"),
+    ("CREATE UNIQUE INDEX x ON public.t (a NULLS FIRST)", ("a",), ("NULLS FIRST",), True, "btree"),
+    ("CREATE INDEX x ON t (a DESC NULLS FIRST, b ASC NULLS LAST)", ("a", "b"), ("DESC", ""), False, "btree"),
+    ("CREATE INDEX x ON t USING hash (a)", ("a",), ("",), False, "hash"),
+])
+def test_create_index(sql, columns, orders, unique, method):
+    stmt = parser.parse_one(sql).statement
+    assert (stmt.table, stmt.columns, stmt.orders, stmt.unique, stmt.method) == ("t", columns, orders, unique, method)
+
+
+@pytest.mark.parametrize("sql, sqlstate", [
+    ("CREATE INDEX ON t ((a + 1))", "0A000"),
+    ("CREATE INDEX ON t USING gist (a)", "0A000"),
+    ("CREATE INDEX ON t USING nosuch (a)", "42704"),
+    ("CREATE UNIQUE INDEX ON t USING hash (a)", "0A000"),
+    ("CREATE INDEX ON t (a) WHERE a > 0", "0A000"),
+    ("CREATE INDEX ON other_schema.t (a)", "3F000"),
+])
+def test_bad_indexes(sql, sqlstate):
+    with pytest.raises(SqlError) as info:
+        parser.parse_one(sql)
+    assert info.value.sqlstate == sqlstate
+
+
+def test_drop_index():
+    stmt = parser.parse_one("DROP INDEX IF EXISTS a, public.b CASCADE").statement
+    assert (stmt.names, stmt.if_exists) == (("a", "b"), True)
