@@ -344,7 +344,8 @@ class Coordinator:
             item.check_readable()
             spark_name = f"__sw_{qid}_{name if _SIMPLE_NAME.match(name) else item.id}"
             views[item.id] = (spark_name, item)
-            return TableSource(spark_name, {c.name: c.type.spark for c in item.columns})
+            return TableSource(spark_name, {c.name: c.type.spark for c in item.columns},
+                               pg_types={c.name: c.type for c in item.columns})
 
         return resolve
 
@@ -359,7 +360,7 @@ class Coordinator:
             views[key] = (f"__sw_{qid}_{rel.schema}_{rel.name}", system_catalog.build(rel, snapshot))
         spark_name, table = views[key]
         return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)},
-                           rel.oid)
+                           rel.oid, dict(zip(table.column_names, table.column_types)))
 
     def plan_query(self, ast: exp.Expression, ctx: SessionContext,
                    params: dict[int, exp.Expression] | None = None,
