@@ -148,7 +148,7 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
                                alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
         table.replace(new)
     _table_oids(tree, oids)
-    typeof.replace_known(tree, sql_type, column_types)
+    typeof.replace(tree, sql_type, column_types, output_name)
     tree = _pg_types(tree)
     tree = _replace_functions(tree, ctx)
     if params:
@@ -382,10 +382,7 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
                     validate_qualify_columns=False, quote_identifiers=False),
             schema=mapping, dialect="spark")
     except Exception:  # noqa: BLE001 - type inference is best effort
-        if typeof.calls(tree):
-            raise typeof.unsupported() from None
         return tree
-    typeof.replace_annotated(typed)
     pg_functions.typed(typed)
     for div in list(typed.find_all(exp.Div)):
         left, right = div.this.type, div.expression.type

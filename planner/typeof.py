@@ -3,9 +3,8 @@ varying`, `unknown` for an untyped literal, `integer[]`).
 
 The typing is static, so the call becomes a constant at plan time. The front end of our
 own knows every expression's PostgreSQL type (planner.sql.bind); the sqlglot path knows
-literals, casts and stored columns exactly, and other expressions through Spark's
-annotation where that maps to one PostgreSQL type - anything else is refused (0A000)
-rather than answered wrongly.
+literals, casts, stored columns and functions with one result type - anything else is
+refused (0A000) rather than answered wrongly.
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from planner import functions
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
-from planner.types import SqlType
+from planner.types import SqlType, lookup
 
 NAME = "pg_typeof"
 
@@ -51,9 +51,12 @@ def _literal_type(node: exp.Expression) -> str | None:
     return None
 
 
-def replace_known(tree: exp.Expression, type_of_cast: Callable[[exp.DataType], SqlType],
-                  column_types: dict[str, dict[str, SqlType]]) -> None:
-    """Before translation: calls on a literal, a cast (the type as written) or a stored column.
+def replace(tree: exp.Expression, type_of_cast: Callable[[exp.DataType], SqlType],
+            column_types: dict[str, dict[str, SqlType]], function_name: Callable[[exp.Expression], str]) -> None:
+    """Every call, before translation: on a literal, a cast (the type as written), a stored
+    column, or a function whose every overload for that many arguments returns the same
+    type. Anything else (an operator, an overloaded or polymorphic function) is 0A000: Spark's
+    own typing of it differs from PostgreSQL's (`1.5 + 1` is double there, numeric here).
     `column_types` maps a relation's name or alias in the query to its columns' types."""
     for call in calls(tree):
         if len(call.expressions) != 1:
@@ -65,10 +68,20 @@ def replace_known(tree: exp.Expression, type_of_cast: Callable[[exp.DataType], S
                 name = regtype_name(type_of_cast(arg.to))
             except SqlError:
                 name = None
-        if name is None and isinstance(arg, exp.Column):
+        if name is None and isinstance(arg, exp.Column) and _one_level(tree):
             name = _column_type(arg, column_types)
-        if name is not None:
-            call.replace(exp.Literal.string(name))
+        if name is None and isinstance(arg, (exp.Anonymous, exp.Func)) \
+                and not isinstance(arg, (exp.Binary, exp.Unary, exp.Cast, exp.Case, exp.Coalesce)):
+            name = _result_type(function_name(arg), len(list(arg.iter_expressions())))
+        if name is None:
+            raise unsupported()
+        call.replace(exp.Literal.string(name))
+
+
+def _one_level(tree: exp.Expression) -> bool:
+    """A query of stored tables only: no subquery, view or CTE whose columns could shadow
+    a stored table's."""
+    return sum(1 for _ in tree.find_all(exp.Select)) == 1 and tree.find(exp.CTE) is None
 
 
 def _column_type(column: exp.Column, column_types: dict[str, dict[str, SqlType]]) -> str | None:
@@ -80,26 +93,12 @@ def _column_type(column: exp.Column, column_types: dict[str, dict[str, SqlType]]
     return regtype_name(found[0]) if len(found) == 1 and found[0] is not None else None
 
 
-_T = exp.DataType.Type
-_ANNOTATED = {
-    _T.SMALLINT: "smallint", _T.INT: "integer", _T.BIGINT: "bigint", _T.DECIMAL: "numeric",
-    _T.DOUBLE: "double precision", _T.FLOAT: "real", _T.BOOLEAN: "boolean", _T.DATE: "date",
-    _T.TEXT: "text", _T.VARCHAR: "text",  # a string function's or operator's result
-    _T.TIMESTAMPNTZ: "timestamp without time zone", _T.TIMESTAMPTZ: "timestamp with time zone",
-    _T.TIMESTAMPLTZ: "timestamp with time zone",
-}
-
-
-def replace_annotated(typed: exp.Expression) -> None:
-    """After Spark's type annotation: the remaining calls, where the type maps to one of
-    PostgreSQL's; else 0A000."""
-    for call in calls(typed):
-        arg = call.expressions[0]
-        t = arg.type
-        name = _ANNOTATED.get(t.this) if t is not None else None
-        if name is None:
-            raise unsupported()
-        call.replace(exp.Literal.string(name))
+def _result_type(name: str, nargs: int) -> str | None:
+    results = {f.result for f in functions.overloads(name) if f.takes(nargs)}
+    if len(results) != 1:
+        return None
+    base = lookup(results.pop())
+    return base.name if base is not None else None
 
 
 def unsupported() -> SqlError:

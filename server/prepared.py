@@ -41,6 +41,7 @@ class Prepared:
     parsed: st.Parsed
     param_types: dict[int, SqlType]
     from_sql: bool = False  # made by SQL PREPARE (else by the protocol's Parse)
+    sql: str = ""  # what pg_prepared_statements shows: PREPARE's whole text, or Parse's query
     prepared_at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
 
     @property
@@ -88,8 +89,15 @@ async def prepare(session: PreparingSession, stmt: st.Prepare, params, ptypes) -
         session.catalog.require(target)
     else:
         await session.describe(parsed, types)
-    session.prepared[stmt.name] = Prepared(parsed, types, from_sql=True)
+    session.prepared[stmt.name] = Prepared(parsed, types, from_sql=True, sql=stmt.sql)
     return CommandDone("PREPARE")
+
+
+def rows(statements: dict[str, Prepared]) -> list[tuple]:
+    """pg_prepared_statements' rows (the unnamed statement is not listed, as in PostgreSQL);
+    plans are Spark's, so there are no generic or custom plans to count."""
+    return [(name, p.sql or p.parsed.text, p.prepared_at, [type_name(t) for t in p.param_list], p.from_sql, 0, 0)
+            for name, p in sorted(statements.items()) if name]
 
 
 def lookup(session: PreparingSession, name: str) -> Prepared:

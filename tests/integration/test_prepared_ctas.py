@@ -204,7 +204,8 @@ _TYPEOF = ("SELECT pg_typeof(1) AS i, pg_typeof(1.5) AS n, pg_typeof('x') AS u, 
            "pg_typeof('x'::varchar) AS v, pg_typeof(1.5::float8) AS d, pg_typeof(now()) AS ts, "
            "pg_typeof(NULL) AS nul, pg_typeof(1::bigint) AS big, pg_typeof(true) AS bo, "
            "pg_typeof(a) AS ca, pg_typeof(b) AS cb, pg_typeof(v) AS cv, pg_typeof(n) AS cn, "
-           "pg_typeof(a + 1) AS expr, pg_typeof(upper(b)) AS fn FROM t WHERE a = 1")
+           "pg_typeof(upper(b)) AS fn, pg_typeof(length(b)) AS len, pg_typeof(count(*)) AS c "
+           "FROM t WHERE a = 1 GROUP BY a, b, v, n")
 
 
 @pytest.mark.parametrize("frontend", ["sqlglot", "postgres"])
@@ -217,3 +218,49 @@ def test_pg_typeof_names_the_type_as_postgresql(ours, pg, frontend):
         _same(ours, pg, "SELECT pg_typeof()", "SELECT pg_typeof(a) FROM t WHERE pg_typeof(a)::text = 'integer'")
     finally:
         ours.execute("RESET sql_frontend")
+
+
+# Where Spark's typing differs from PostgreSQL's (`1.5 + 1` is double there), the default path
+# refuses rather than answer wrongly; the front end of our own types them as PostgreSQL does.
+_TYPED_ONLY_BY_OUR_FRONT_END = [
+    "SELECT pg_typeof(1.5 + 1)", "SELECT pg_typeof(a / 2) FROM t", "SELECT pg_typeof(coalesce(a, 1)) FROM t",
+    "SELECT pg_typeof(avg(a)) FROM t", "SELECT pg_typeof(max(v)) FROM t",
+    "SELECT pg_typeof(a) FROM (SELECT b AS a FROM t) AS s",
+]
+
+
+@pytest.mark.parametrize("sql", _TYPED_ONLY_BY_OUR_FRONT_END)
+def test_pg_typeof_is_never_a_wrong_answer(ours, pg, sql):
+    with pytest.raises(psycopg.errors.FeatureNotSupported):
+        ours.execute(sql)
+    ours.execute("SET sql_frontend = postgres")
+    try:
+        _same(ours, pg, sql)
+    finally:
+        ours.execute("RESET sql_frontend")
+
+
+def test_create_table_as_keeps_postgresqls_types_with_the_front_end_of_our_own(ours, pg):
+    sql = "CREATE TABLE typed_ctas AS SELECT v, n, 'x'::varchar(3) AS w, a / 2 AS half, 1.5::float8 AS f FROM t"
+    ours.execute("SET sql_frontend = postgres")
+    try:
+        _same(ours, pg, sql, _COLUMNS.format("typed_ctas"), "SELECT v, n, w, half FROM typed_ctas",
+              "DROP TABLE typed_ctas")
+    finally:
+        ours.execute("RESET sql_frontend")
+
+
+def test_pg_prepared_statements_lists_the_sessions_statements(ours, pg):
+    listed = ("SELECT name, statement, parameter_types, from_sql, generic_plans FROM pg_prepared_statements "
+              "WHERE name LIKE 'pps%' ORDER BY name")
+    out = _same(ours, pg,
+                "PREPARE pps1(int, varchar) AS SELECT $1, $2",
+                "PREPARE pps2 AS INSERT INTO t (a, b) VALUES ($1, $2)",
+                listed,
+                "DEALLOCATE pps1",
+                listed,
+                "DEALLOCATE pps2")
+    assert out[2][2] == [("pps1", "PREPARE pps1(int, varchar) AS SELECT $1, $2", ["integer", "character varying"],
+                          True, 0),
+                         ("pps2", "PREPARE pps2 AS INSERT INTO t (a, b) VALUES ($1, $2)", ["integer", "text"],
+                          True, 0)]
