@@ -70,10 +70,13 @@ def _no_duplicates(columns: list[str]) -> None:
         seen.add(c)
 
 
-def split_select_into(text: str, name_of: NameOf) -> tuple[str, str] | None:
+def split_select_into(s: Scanner, name_of: NameOf) -> tuple[str, str] | None:
     """`SELECT list INTO [TEMP|TEMPORARY|UNLOGGED] [TABLE] name FROM ...` → (the query without
-    the INTO clause, the new table's name); None if the select has no INTO of its own."""
-    s = Scanner(text)
+    the INTO clause, the new table's name); None if the select has no INTO of its own. Reads
+    the words the statement's scanner already has: a SELECT is not scanned twice."""
+    text = s.text
+    if "into" not in text.lower():
+        return None
     depth = 0
     for k, w in enumerate(s.words):
         if w.kind == "punct" and w.text in "()":

@@ -605,7 +605,7 @@ def _dml(fn: Callable[[Scanner], st.Statement]) -> Callable[[Scanner], st.Statem
 
 
 def _select(s: Scanner) -> st.Statement:
-    into = ctas_syntax.split_select_into(s.text, _name_of)
+    into = ctas_syntax.split_select_into(s, _name_of)
     if into is None:
         return _query(s.text)
     query = _query(into[0])

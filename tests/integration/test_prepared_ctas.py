@@ -193,7 +193,8 @@ def test_bad_create_table_as_leaves_no_table(ours, pg, sql):
 
 
 def test_create_table_as_in_a_transaction_block_commits_or_rolls_back_with_it(ours, pg):
-    _same(ours, pg, "BEGIN", "CREATE TABLE tx AS SELECT 42 AS x", "ROLLBACK", "SELECT * FROM tx",
+    _same(ours, pg, "BEGIN", "CREATE TABLE tx AS SELECT 42 AS x", "SELECT * FROM tx", "INSERT INTO tx VALUES (43)",
+          "SELECT * FROM tx", "ROLLBACK", "SELECT * FROM tx",
           "BEGIN", "CREATE TABLE tx AS SELECT a FROM t", "INSERT INTO t VALUES (4, 'w', 'r', 4.00)",
           "COMMIT", "SELECT * FROM tx", "DELETE FROM t WHERE a = 4", "DROP TABLE tx")
 
