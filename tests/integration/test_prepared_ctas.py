@@ -120,9 +120,10 @@ def test_bad_execute_arguments(ours, pg):
                 "EXECUTE one('abc')",  # 22P02 from integer's input function
                 "EXECUTE one(3000000000)",  # 22003
                 "PREPARE one AS SELECT 2",  # 42P05
+                "EXECUTE one(a)",  # 42703: an argument reads no table
                 "EXECUTE one(7)")  # still the first one
-    assert [o[1] for o in out[:7]] == ["42601", "42601", "42804", "42804", "22P02", "22003", "42P05"]
-    assert out[7][2] == [(7,)]
+    assert [o[1] for o in out[:8]] == ["42601", "42601", "42804", "42804", "22P02", "22003", "42P05", "42703"]
+    assert out[8][2] == [(7,)]
     for conn in (ours, pg):
         conn.execute("DEALLOCATE one")
 
