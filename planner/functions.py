@@ -433,6 +433,8 @@ FUNCTIONS: tuple[Function, ...] = (
     S(3495, "to_regclass", "text", "regclass", "rewrite"),
     S(4086, "to_regnamespace", "text", "regnamespace", "rewrite"),
     S(3493, "to_regtype", "text", "regtype", "rewrite"),
+    # A constant at plan time, the argument's type (planner.typeof); shown as text, not regtype.
+    S(1619, "pg_typeof", '"any"', "regtype", "rewrite"),
     F(1158, "to_timestamp", "double precision", "timestamp with time zone", "timestamp_micros(cast(round({0} * 1000000) as bigint))"),
     S(2647, "transaction_timestamp", "", "timestamp with time zone", "cast('<the transaction''s start>' as timestamp)"),
     F(878, "translate", "text, text, text", "text", "translate({0}, {1}, {2})"),

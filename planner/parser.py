@@ -19,9 +19,11 @@ from sqlglot.errors import ParseError, TokenError
 from planner import (
     allowlist,
     copy_syntax,
+    ctas_syntax,
     index_syntax,
     pg_compat,
     pg_parse,
+    prepare_syntax,
     source_syntax,
     subscribe_syntax,
     table_keys,
@@ -42,7 +44,7 @@ def parse(sql: str) -> list[st.Parsed]:
             if err.position is not None:
                 err.position += piece.offset
             raise
-        out.append(st.Parsed(stmt, piece.text, piece.offset, _param_numbers(stmt)))
+        out.append(st.Parsed(stmt, piece.text, piece.offset, param_numbers(stmt)))
     return out
 
 
@@ -72,8 +74,8 @@ def parse_statement(text: str) -> st.Statement:
 
 # Statements PostgreSQL has and sparkwire does not: these get 0A000, anything else 42601.
 _POSTGRES_STATEMENTS = frozenset((
-    "analyze", "call", "checkpoint", "cluster", "comment", "copy", "do", "execute", "grant", "import",
-    "load", "lock", "merge", "move", "prepare", "reassign", "refresh", "reindex",
+    "analyze", "call", "checkpoint", "cluster", "comment", "copy", "do", "grant", "import",
+    "load", "lock", "merge", "move", "reassign", "refresh", "reindex",
     "revoke", "security", "truncate", "vacuum",
 ))
 
@@ -239,7 +241,8 @@ def _create(s: Scanner) -> st.Statement:
     s.expect("create")
     replace = s.accept("or", "replace")
     if s.is_keyword("table") or s.is_keyword("temp", "table") or s.is_keyword("temporary", "table"):
-        return _create_table(s.text)
+        as_query = ctas_syntax.parse_create_table_as(s.text, parse_statement, _name_of)
+        return as_query if as_query is not None else _create_table(s.text)
     if s.is_keyword("view") or s.is_keyword("temp", "view") or s.is_keyword("temporary", "view"):
         return _create_view(s.text, replace)
     if s.is_keyword("index") or s.is_keyword("unique", "index"):
@@ -651,8 +654,18 @@ def _dml(fn: Callable[[Scanner], st.Statement]) -> Callable[[Scanner], st.Statem
     return fn
 
 
+def _select(s: Scanner) -> st.Statement:
+    into = ctas_syntax.split_select_into(s, _name_of)
+    if into is None:
+        return _query(s.text)
+    query = _query(into[0])
+    if query.as_of is not None:
+        raise SqlError(SYNTAX_ERROR, "SELECT ... INTO cannot read AS OF a timestamp")
+    return st.CreateTableAs(into[1], query, select_into=True)
+
+
 _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
-    "select": lambda s: _query(s.text),
+    "select": _select,
     "with": lambda s: _query(s.text),
     "values": lambda s: _query(s.text),
     "table": lambda s: _query(s.text),
@@ -677,6 +690,8 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "show": _show,
     "discard": _discard,
     "deallocate": _deallocate,
+    "prepare": lambda s: prepare_syntax.parse_prepare(s, parse_statement, sql_type),
+    "execute": lambda s: prepare_syntax.parse_execute(s, _sqlglot),
     "alter": _alter,
     "explain": _explain,
     "subscribe": lambda s: subscribe_syntax.parse_subscribe(s, parse_statement),
@@ -687,7 +702,7 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
 }
 
 
-def _param_numbers(stmt: st.Statement) -> list[int]:
+def param_numbers(stmt: st.Statement) -> list[int]:
     """The $n parameters a statement uses, for ParameterDescription."""
     trees: list[exp.Expression] = []
     for value in vars(stmt).values():

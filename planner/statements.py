@@ -249,3 +249,32 @@ class SetTransaction(Statement):
 # argument for the statements they enclose, so that they need not import the parser that
 # dispatches to them.
 ParseStatement = Callable[[str], "Statement"]
+
+
+@dataclass(frozen=True)
+class Prepare(Statement):
+    """SQL PREPARE: the statement is parsed here, once; EXECUTE runs the parsed form."""
+
+    name: str
+    param_types: tuple[SqlType, ...]  # as declared; the rest are inferred
+    statement: Statement
+    text: str  # the statement's text after AS
+    sql: str  # the whole PREPARE as written (pg_prepared_statements.statement)
+
+
+@dataclass(frozen=True)
+class Execute(Statement):
+    name: str
+    args: tuple[exp.Expression, ...]
+
+
+@dataclass(frozen=True)
+class CreateTableAs(Statement):
+    """CREATE TABLE name [(col, ...)] AS query [WITH [NO] DATA], and SELECT ... INTO name."""
+
+    name: str
+    query: Query
+    column_names: tuple[str, ...] = ()
+    if_not_exists: bool = False
+    with_data: bool = True
+    select_into: bool = False  # tagged SELECT n, as PostgreSQL tags SELECT INTO

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from planner import pg_compat, pg_functions, spark_guard
+from planner import pg_compat, pg_functions, spark_guard, typeof
 from planner.errors import UNDEFINED_TABLE, SqlError
-from planner.parser import table_name
+from planner.parser import sql_type, table_name
+from planner.types import SqlType
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class TableSource:
     spark_name: str
     columns: dict[str, str]  # column name → Spark type, for type inference
     oid: int | None = None  # the relation's pg_class OID: what its `tableoid` system column holds
+    pg_types: dict[str, SqlType] = field(default_factory=dict)  # column name → its type (pg_typeof)
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     schema: dict[str, dict[str, str]] = {}
     oids: dict[str, int] = {}  # a relation's name or alias in the query → its OID
+    column_types: dict[str, dict[str, SqlType]] = {}  # a relation's name or alias → its columns' types
     for table in list(tree.find_all(exp.Table)):
         if isinstance(table.this, (exp.ExplodingGenerateSeries, exp.GenerateSeries)):
             table.replace(_series(table))
@@ -138,12 +141,14 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
             schema[source.spark_name] = source.columns
             if source.oid is not None:
                 oids[(alias.name if alias is not None else name).lower()] = source.oid
+            column_types[alias.name if alias is not None else name] = source.pg_types
         else:
             inner = _resolve(source.query, resolve, ctx, None)
             new = exp.Subquery(this=inner,
                                alias=alias or exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
         table.replace(new)
     _table_oids(tree, oids)
+    typeof.replace(tree, sql_type, column_types, output_name)
     tree = _pg_types(tree)
     tree = _replace_functions(tree, ctx)
     if params:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from planner.errors import INSUFFICIENT_PRIVILEGE, SqlError
 from planner.pg_compat import DATABASE_OID
-from server import metrics
+from server import metrics, prepared
 from server.connection import Connection
 from server.coordinator import Coordinator
 from server.kafka import SPARK_READS
@@ -61,6 +61,7 @@ class Server:
         self.coordinator = Coordinator(config.data_dir, self.engine)
         self.sources = SourceManager(self.coordinator, config.kafka_spark_reads)
         self.coordinator.activity = self.activity_rows
+        self.coordinator.prepared_statements = self.prepared_rows
         self.sessions: dict[int, Connection] = {}
         self.subscribe_limits = SubscribeLimits(config.subscribe_buffer_bytes,
                                                 config.subscribe_stall_timeout or None)
@@ -107,6 +108,11 @@ class Server:
             xact_start = session.txn.started.replace(tzinfo=datetime.UTC) if session.txn is not None else None
             rows.append(activity.row(DATABASE_OID, session.database, session.status, xact_start))
         return rows
+
+    def prepared_rows(self, pid: int) -> list[tuple]:
+        """pg_prepared_statements: the prepared statements of the session with this pid."""
+        session = getattr(self.sessions.get(pid), "session", None)
+        return prepared.rows(session.prepared) if session is not None else []
 
     def signal(self, caller_user: str, pid: int, terminate: bool) -> bool:
         """pg_cancel_backend / pg_terminate_backend: False when no session has that pid; a

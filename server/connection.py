@@ -33,13 +33,14 @@ from planner.errors import (
     PROTOCOL_VIOLATION,
     SqlError,
 )
-from planner.params import TEXT, infer_types
+from planner.params import infer_types
 from planner.parser import parse, parse_one
 from planner.types import SqlType
 from server import metrics
 from server.activity import Activity
 from server.copy_format import CopyOptions
 from server.outcome import CommandDone, CopyIn, CopyOut, EmptyQuery, Outcome, Rows, Stream
+from server.prepared import Prepared
 from server.protocol import messages as m
 from server.protocol.frontend import FrontendDecoder, parse_sasl_initial_response
 from server.protocol.scram import ScramError, ScramServer
@@ -49,17 +50,6 @@ from server.session import Session
 from server.settings import Settings
 
 log = logging.getLogger("sparkwire.connection")
-
-
-@dataclass
-class Prepared:
-    parsed: st.Parsed
-    param_types: dict[int, SqlType]
-
-    @property
-    def param_list(self) -> list[SqlType]:
-        count = max(self.param_types, default=0)
-        return [self.param_types.get(i, TEXT) for i in range(1, count + 1)]
 
 
 @dataclass
@@ -277,6 +267,7 @@ class Connection:
         self.session.on_overflow = self._overflow
         self.session.subscribe_limits = self.server.subscribe_limits
         self.session.deallocate = self._deallocate_statement
+        self.session.prepared = self.prepared  # SQL PREPARE's statements live with Parse's
         self.session.notify = lambda channel, payload: self.server.notify(self.pid, channel, payload)
         self.session.signal = lambda pid, terminate: self.server.signal(user, pid, terminate)
         peer = self.peer if isinstance(self.peer, tuple) else (None, None)

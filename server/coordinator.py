@@ -97,6 +97,8 @@ class Coordinator:
         self.listeners: set = set()  # objects with on_commit(ts, updates) and on_frontier()
         self.sources = None  # the server's SourceManager (set by it), for mz_source_statuses
         self.activity: Callable[[], list[tuple]] = list  # pg_stat_activity's rows (set by the server)
+        # pg_prepared_statements' rows for the session with this pid (set by the server).
+        self.prepared_statements: Callable[[int], list[tuple]] = lambda pid: []
         self.read_holds: dict[object, int] = {}  # holder → oldest timestamp it still reads
         self._ticker: asyncio.Task | None = None
         self._committing: int | None = None  # timestamp of the commit being written, if any
@@ -380,7 +382,8 @@ class Coordinator:
             item.check_readable()
             spark_name = f"__sw_{qid}_{name if _SIMPLE_NAME.match(name) else item.id}"
             views[item.id] = (spark_name, item)
-            return TableSource(spark_name, {c.name: c.type.spark for c in item.columns})
+            return TableSource(spark_name, {c.name: c.type.spark for c in item.columns},
+                               pg_types={c.name: c.type for c in item.columns})
 
         return resolve
 
@@ -391,11 +394,13 @@ class Coordinator:
             snapshot = system_catalog.Snapshot(
                 catalog.sorted_items(), [s for s in self.listeners if hasattr(s, "rows_sent")],
                 dict(catalog.system), ctx.user if ctx is not None else system_catalog.OWNER,
-                self.sources, self.background_rows(), self.activity() if rel.name == "pg_stat_activity" else [])
+                self.sources, self.background_rows(), self.activity() if rel.name == "pg_stat_activity" else [],
+                self.prepared_statements(ctx.backend_pid)
+                if rel.name == "pg_prepared_statements" and ctx is not None else [])
             views[key] = (f"__sw_{qid}_{rel.schema}_{rel.name}", system_catalog.build(rel, snapshot))
         spark_name, table = views[key]
         return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)},
-                           rel.oid)
+                           rel.oid, dict(zip(table.column_names, table.column_types)))
 
     def plan_query(self, ast: exp.Expression, ctx: SessionContext,
                    params: dict[int, exp.Expression] | None = None,

@@ -43,9 +43,11 @@ from server import (
     copy_format,
     copy_load,
     copy_out,
+    create_table_as,
     indexes,
     metrics,
     on_conflict,
+    prepared,
     roles,
     signals,
     sources,
@@ -103,6 +105,9 @@ class Session:
         self.subscribe_limits = SubscribeLimits()  # set by the connection, from the server's options
         # Drops a protocol-level prepared statement (None: all); False if it does not exist.
         self.deallocate: Callable[[str | None], bool] = lambda name: True  # set by the connection
+        # Prepared statements by name, SQL PREPARE's and the protocol's Parse's: one namespace
+        # (the connection shares its dict).
+        self.prepared: dict[str, prepared.Prepared] = {}
         self.listening: set[str] = set()  # LISTEN channels
         # (server address, server port, client address, client port): set by the connection.
         self.endpoints: tuple[str | None, int | None, str | None, int | None] = (None, None, None, None)
@@ -122,6 +127,9 @@ class Session:
         started = self.txn.started if self.txn else _now()
         return SessionContext(self.database, self.user, VERSION_STRING,
                               started.strftime("%Y-%m-%d %H:%M:%S.%f"), self.pid, *self.endpoints)
+
+    def context(self) -> SessionContext:
+        return self._context()
 
     def begin_implicit(self) -> None:
         """A multi-statement simple query runs as one transaction, as in PostgreSQL."""
@@ -196,6 +204,14 @@ class Session:
         finally:
             self.group = None
 
+    async def run_statement(self, stmt: st.Statement, params: dict[int, object],
+                            param_types: dict[int, SqlType]) -> Outcome:
+        """A statement already parsed (EXECUTE's), as part of the statement running now."""
+        handler = _HANDLERS.get(type(stmt))
+        if handler is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
+        return await handler(self, stmt, params, param_types)
+
     def cancel(self) -> None:
         """Stop the running statement (a CancelRequest for this session)."""
         self.cancel_event.set()
@@ -213,6 +229,9 @@ class Session:
             sub.plan()
             output = await sub.describe()
             return (None if isinstance(stmt, CopyTo) else (output.names, output.types))
+        if isinstance(stmt, st.Execute):
+            found = prepared.lookup(self, stmt.name)
+            return await self.describe(found.parsed, found.param_types)
         if isinstance(stmt, ss.Fetch):
             cursor = self._cursor(stmt.cursor)
             return cursor.names, cursor.types
@@ -921,4 +940,6 @@ _HANDLERS: dict[type, Callable] = {
 
 _HANDLERS.update(sources.HANDLERS)
 _HANDLERS.update(indexes.HANDLERS)
+_HANDLERS.update(prepared.HANDLERS)
+_HANDLERS.update(create_table_as.HANDLERS)
 _HANDLERS.update(roles.HANDLERS)

@@ -42,6 +42,7 @@ _SPECIAL_TYPES = {
     "pg_node_tree": "text", "regproc": "text", "int2vector": "text", "oidvector": "text",
     "anyarray": "text", "inet": "text", "pg_lsn": "text", "int2": "smallint", "int4": "integer", "int8": "bigint",
     "float4": "real", "bool": "boolean", "timestamptz": "timestamp with time zone",
+    "regtype": "text",
 }
 
 
@@ -77,6 +78,7 @@ class Snapshot:
     sources: object | None = None  # the server's SourceManager, for mz_source_statuses
     background: list = field(default_factory=list)  # rows of mz_background_work
     activity: list = field(default_factory=list)  # rows of pg_stat_activity, one per session
+    prepared: list = field(default_factory=list)  # rows of pg_prepared_statements: the reader's own
 
     @property
     def relations(self) -> list:
@@ -622,6 +624,9 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      "backend_start timestamptz, xact_start timestamptz, query_start timestamptz, "
      "state_change timestamptz, wait_event_type text, wait_event text, state text, backend_xid xid, "
      "backend_xmin xid, query_id int8, query text, backend_type text"), lambda snap: snap.activity, "v"),
+    ("pg_catalog", "pg_prepared_statements", ("name text, statement text, prepare_time timestamptz, "
+     "parameter_types regtype[], from_sql bool, generic_plans int8, custom_plans int8"),
+     lambda snap: snap.prepared, "v"),
     ("pg_catalog", "pg_stat_user_tables", ("relid oid, schemaname name, relname name, seq_scan int8, "
      "seq_tup_read int8, idx_scan int8, idx_tup_fetch int8, n_tup_ins int8, n_tup_upd int8, "
      "n_tup_del int8, n_tup_hot_upd int8, n_live_tup int8, n_dead_tup int8, n_mod_since_analyze int8, "

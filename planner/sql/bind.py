@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from decimal import Decimal
 from typing import Any, Protocol
 
-from planner import functions, operators
+from planner import functions, operators, typeof
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.functions import Kind
@@ -625,6 +625,8 @@ class Binder:
         parts = names(n["funcname"])
         name, schema = parts[-1], (parts[-2] if len(parts) > 1 else None)
         where = _pos(n)
+        if name == typeof.NAME and schema in (None, "pg_catalog") and n.get("over") is None:
+            return self._pg_typeof(n, where)
         if n.get("over") is not None:
             raise p.NotYet("window functions are not supported yet", position=where)
         if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_within_group"):
@@ -671,6 +673,15 @@ class Binder:
             level.aggregates.append(p.AggCall(func, bound, bool(n.get("agg_distinct")), result))
             return _AggSlot(len(level.aggregates) - 1, result)
         return p.Call(func, bound, result)
+
+    def _pg_typeof(self, n: dict, where: int | None) -> p.Expr:
+        """pg_typeof(x): x's type is known here, so the call is a constant."""
+        args = [self.expr(a) for a in n.get("args") or ()]
+        if len(args) != 1 or n.get("agg_star"):
+            err = typeof.wrong_arguments(", ".join(a.type.display() for a in args))
+            err.position = where
+            raise err
+        return p.Literal(typeof.regtype_name(args[0].type), coerce.TEXT)
 
     def _sub_link(self, n: dict) -> p.Expr:
         kind = n["subLinkType"]

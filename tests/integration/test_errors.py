@@ -68,7 +68,8 @@ CASES = [
     ("CREATE TABLE dup_cols (a int, a text)", "42701", ['"a"']),
     ("GRANT SELECT ON items TO someone", "0A000", ["GRANT"]),
     ("CREATE INDEX items_idx ON items (id)", "0A000", ["CREATE INDEX"]),
-    ("PREPARE p AS SELECT 1", "0A000", ["PREPARE"]),
+    ("PREPARE p AS SELECT * FROM nowhere", "42P01", ['"nowhere"']),
+    ("EXECUTE nostmt", "26000", ['"nostmt"']),
     ("TRUNCATE items", "0A000", ["TRUNCATE"]),
     ("VACUUM items", "0A000", ["VACUUM"]),
     ("CREATE TABLE pk (id int PRIMARY KEY)", "0A000", ["PRIMARY KEY"]),
@@ -160,7 +161,7 @@ def test_syntax_error_position(session):
 
 def test_unsupported_statement_names_itself(session):
     for sql, name in [("ALTER TABLE items ADD COLUMN x int", "ALTER TABLE"),
-                      ("CREATE SEQUENCE s", "CREATE SEQUENCE"), ("EXECUTE p", "EXECUTE"),
+                      ("CREATE SEQUENCE s", "CREATE SEQUENCE"), ("LOCK TABLE items", "LOCK"),
                       ("CALL proc()", "CALL")]:
         with pytest.raises(psycopg.errors.FeatureNotSupported) as info:
             session.execute(sql)

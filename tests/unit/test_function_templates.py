@@ -17,6 +17,7 @@ from planner.functions import Function, Kind
 from planner.parser import parse_one
 from planner.spark_guard import spark_sql
 from planner.translate import SessionContext, TableSource, resolve_tree
+from planner.types import SqlType, lookup
 
 CTX = SessionContext("materialize", "u", "v", "2024-01-01 00:00:00.000000", 7)
 
@@ -61,7 +62,9 @@ def translated(f: Function) -> str | None:
         columns["z"] = "INT"
     else:
         sql = f"SELECT {_call(f)} FROM t"
-    tree = resolve_tree(parse_one(sql).statement.ast, lambda name: TableSource("t", columns), CTX)
+    # The columns' PostgreSQL types too (pg_typeof reads them), the polymorphic ones integers.
+    pg_types = {f"a{i}x": SqlType(lookup(t) or lookup("integer")) for i, t in enumerate(f.args)}
+    tree = resolve_tree(parse_one(sql).statement.ast, lambda name: TableSource("t", columns, pg_types=pg_types), CTX)
     text = spark_sql(tree)  # the guard passes it
     if f.kind is Kind.TABLE and f.name not in _SELECT_LIST_ONLY:
         m = re.search(r"EXPLODE\((.*?)\) AS", text)
