@@ -506,6 +506,7 @@ _INTERNAL_SPARK = frozenset((
     "length", "substring", "concat", "hex", "regexp", "rlike", "like", "ilike", "replace",
     "count", "sum", "array_join", "bround", "log10", "sqrt", "ln", "power", "isnan", "shiftright",
     "shiftleft", "upper", "posexplode", "forall", "array_repeat", "filter", "array_remove", "unhex", "weekday", "unix_micros", "datediff", "log", "decimal",
+    "split",  # an int2vector (pg_index.indoption) subscripted: planner.pg_compat
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

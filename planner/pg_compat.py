@@ -567,7 +567,7 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     if name == "pg_get_viewdef" and args:
         return _view_definition(args[0])
     if name == "pg_get_indexdef" and args:
-        return _index_definition(args[0])
+        return _index_definition(args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
     if name == "pg_get_constraintdef" and args:
         return _constraint_definition(args[0])
     if name == "json_build_object":
@@ -661,12 +661,23 @@ def _all_of_array(node: exp.Expression) -> exp.Expression:
                                                      exp.Lambda(this=test, expressions=[element])])
 
 
-def _index_definition(index: exp.Expression) -> exp.Expression:
-    """pg_get_indexdef(oid): the index's CREATE INDEX statement, from pg_indexes."""
+def _index_definition(index: exp.Expression, column: exp.Expression | None,
+                      pretty: exp.Expression | None) -> exp.Expression:
+    """pg_get_indexdef(oid[, column, pretty]): the index's CREATE INDEX statement (from
+    pg_indexes; pretty leaves out the visible schema), or with a column number other than 0
+    that column's name, '' past the last (pgjdbc's getIndexInfo asks so)."""
     query = exp.select(exp.Max(this=exp.column("indexdef", "x"))).from_("pg_catalog.pg_indexes AS x").join(
         "pg_catalog.pg_class AS c", on="c.relname = x.indexname AND c.relkind = 'i'").where(
         exp.EQ(this=exp.column("oid", "c"), expression=index.copy()))
-    return exp.Subquery(this=query)
+    whole = exp.Subquery(this=query)
+    if column is None:
+        return whole
+    named = exp.Subquery(this=exp.select(exp.Max(this=exp.column("name", "k"))).from_(
+        "mz_internal.mz_index_columns AS k").where(exp.and_(
+            exp.EQ(this=exp.column("indexrelid", "k"), expression=index.copy()),
+            exp.EQ(this=exp.column("position", "k"), expression=column.copy()))))
+    return _parse("CASE WHEN __n = 0 THEN CASE WHEN __p THEN replace(__whole, ' ON public.', ' ON ') ELSE __whole END "
+                  "ELSE coalesce(__named, '') END", n=column, whole=whole, named=named, p=pretty)
 
 
 def _constraint_definition(constraint: exp.Expression) -> exp.Expression:
@@ -675,6 +686,20 @@ def _constraint_definition(constraint: exp.Expression) -> exp.Expression:
         "mz_internal.mz_constraint_definitions AS d").where(
         exp.EQ(this=exp.column("oid", "d"), expression=constraint.copy()))
     return exp.Subquery(this=query)
+
+
+# pg_index.indoption is an int2vector: text on the wire ("0 3", which SQLAlchemy splits) and
+# subscripted from 0 (pgjdbc's getIndexInfo reads `i.indoption[ordinal_position - 1]`, after
+# selecting it as i_indoption). It is text here, so a subscript of it splits the text.
+_INT2VECTOR_COLUMNS = {"indoption", "i_indoption"}
+
+
+def _is_int2vector(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Column) and node.name.lower() in _INT2VECTOR_COLUMNS
+
+
+def _int2vector_element(vector: exp.Expression, index: exp.Expression) -> exp.Expression:
+    return _parse("CAST(try_element_at(split(__v, ' '), __i + 1) AS SMALLINT)", v=vector, i=index)
 
 
 def _view_definition(view: exp.Expression) -> exp.Expression:
@@ -983,6 +1008,8 @@ def _swap(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Array) and len(node.expressions) == 1 \
             and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
         return _array_subquery(node)
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and _is_int2vector(node.this):
+        return _int2vector_element(node.this, node.expressions[0])
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1 \
             and not isinstance(node.expressions[0], exp.Literal):
         # PostgreSQL arrays count from 1, and a subscript out of range is NULL.

@@ -522,13 +522,16 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      _pg_tables, "v"),
     ("pg_catalog", "pg_views", "schemaname name, viewname name, viewowner name, definition text",
      _pg_views, "v"),
-    # Indexes are those of tables' keys (server.system_keys); the relations whose rows are
+    # Indexes are those of tables' keys and CREATE INDEX (server.system_keys). indkey is an
+    # int2vector in PostgreSQL and an array here: drivers use it as one (generate_subscripts,
+    # ANY, _pg_expandarray); indoption stays int2vector (text), which SQLAlchemy splits. The
+    # relations whose rows are
     # None are always empty: no comments, inheritance, policies, ...
     ("pg_catalog", "pg_index", ("indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, "
      "indisunique bool, indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, "
      "indimmediate bool, indisclustered bool, indisvalid bool, indcheckxmin bool, "
-     "indisready bool, indislive bool, indisreplident bool, indkey int2vector, indcollation oidvector, "
-     "indclass oidvector, indoption int2vector, indexprs pg_node_tree, indpred pg_node_tree"),
+     "indisready bool, indislive bool, indisreplident bool, indkey int2[], indcollation oid[], "
+     "indclass oid[], indoption int2vector, indexprs pg_node_tree, indpred pg_node_tree"),
      lambda snap: system_keys.pg_index_rows(snap.tables), "r"),
     ("pg_catalog", "pg_description", "objoid oid, classoid oid, objsubid int4, description text",
      None, "r"),
@@ -677,6 +680,9 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     # sparkwire's own: what pg_get_constraintdef(oid) says of each constraint.
     ("mz_internal", "mz_constraint_definitions", "oid oid, definition text",
      lambda snap: system_keys.constraint_definition_rows(snap.tables), "v"),
+    # sparkwire's own: each index's columns, what pg_get_indexdef(oid, n, pretty) says for n > 0.
+    ("mz_internal", "mz_index_columns", "indexrelid oid, position int4, name text",
+     lambda snap: system_keys.index_column_rows(snap.tables), "v"),
 ]
 
 

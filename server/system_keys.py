@@ -94,8 +94,8 @@ def pg_index_rows(tables: list[Item]) -> Iterator[tuple]:
         n = len(ix.columns)
         options = [_option(o) for o in ix.orders]
         yield (ix.oid, ix.table.oid, n, n, ix.unique, False, ix.primary, False, True, False, True,
-               False, True, True, False, _vector([ix.table.column_names.index(c) + 1 for c in ix.columns]),
-               _vector([0] * n), _vector([0] * n), _vector(options), None, None)
+               False, True, True, False, [ix.table.column_names.index(c) + 1 for c in ix.columns],
+               [0] * n, [0] * n, " ".join(map(str, options)), None, None)
 
 
 def _option(order: str) -> int:
@@ -103,11 +103,6 @@ def _option(order: str) -> int:
     desc = order.startswith("DESC")
     nulls_first = "NULLS FIRST" in order or (desc and "NULLS LAST" not in order)
     return int(desc) | (2 if nulls_first else 0)
-
-
-def _vector(values: list[int]) -> str:
-    """An int2vector or oidvector as PostgreSQL prints it: `1 2`."""
-    return " ".join(map(str, values))
 
 
 def index_relations(tables: list[Item]) -> Iterator[tuple[int, str, int, int]]:
@@ -119,6 +114,12 @@ def index_relations(tables: list[Item]) -> Iterator[tuple[int, str, int, int]]:
 def pg_indexes_rows(tables: list[Item]) -> Iterator[tuple]:
     for ix in indexes(tables):
         yield "public", ix.table.name, ix.name, None, index_definition(ix)
+
+
+def index_column_rows(tables: list[Item]) -> Iterator[tuple]:
+    for ix in indexes(tables):
+        for i, col in enumerate(ix.columns, start=1):
+            yield ix.oid, i, quote_ident(col)
 
 
 def constraint_definition_rows(tables: list[Item]) -> Iterator[tuple]:

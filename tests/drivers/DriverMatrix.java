@@ -114,6 +114,19 @@ public class DriverMatrix {
                 int ix = 0; try (ResultSet rs = md.getIndexInfo(null, "public", "jm", false, false)) { while (rs.next()) ix++; }
                 int fk = 0; try (ResultSet rs = md.getImportedKeys(null, "public", "jm")) { while (rs.next()) fk++; }
                 out("metadata", t, col, pk, ix, fk);
+                try (Statement s = c.createStatement()) {
+                    s.execute("DROP TABLE IF EXISTS jmk");
+                    s.execute("CREATE TABLE jmk (id integer, code text UNIQUE, PRIMARY KEY (id))");
+                }
+                StringBuilder keys = new StringBuilder();
+                try (ResultSet rs = md.getPrimaryKeys(null, "public", "jmk")) {
+                    while (rs.next()) keys.append(rs.getString("PK_NAME")).append(":").append(rs.getString("COLUMN_NAME")).append(" ");
+                }
+                try (ResultSet rs = md.getIndexInfo(null, "public", "jmk", false, false)) {
+                    while (rs.next()) keys.append(rs.getString("INDEX_NAME")).append(rs.getBoolean("NON_UNIQUE") ? "~" : "!")
+                            .append(rs.getString("COLUMN_NAME")).append(" ");
+                }
+                out("keys", keys.toString().trim());
             });
             step("copy", () -> {
                 CopyManager cm = ((PGConnection) c).getCopyAPI();

@@ -74,6 +74,8 @@ def test_pgjdbc_first_day(compiled, server, options):
     assert lines["subscribe"] == [["1:1 1:2 -1:1"]]  # the snapshot, then the DELETE made meanwhile
     # One table, five columns; no primary key, index or foreign key yet (no constraints but NOT NULL).
     assert lines["metadata"] == [["1", "5", "0", "0", "0"]]
+    # what PostgreSQL's pgjdbc metadata says of a table with a PRIMARY KEY and a UNIQUE column
+    assert lines["keys"] == [["jmk_pkey:id jmk_code_key!code jmk_pkey!id"]]
     assert lines["copy"] == [["2", 'id,name|20,copied|21,"a,b"|']]
     assert lines["notify"] == [["1", "jchan:hello"]]
     assert lines["cancel"] == [["57014"]]

@@ -148,7 +148,7 @@ def test_on_conflict(pair, steps):
      "CREATE INDEX IF NOT EXISTS k1_by_code ON k1 (note)", "CREATE INDEX k1_by_code ON k1 (note)",
      "CREATE INDEX ON k1 (note)", "CREATE INDEX h ON k1 USING hash (note)",
      "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'k1' ORDER BY 1",
-     ("SELECT ci.relname, ci.relam, i.indisunique, i.indisprimary, i.indkey::text, i.indoption::text FROM pg_index i "
+     ("SELECT ci.relname, ci.relam, i.indisunique, i.indisprimary, array_to_string(i.indkey, ' '), i.indoption::text FROM pg_index i "
      "JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class ct ON ct.oid = i.indrelid WHERE ct.relname = 'k1' "
      "ORDER BY 1"),
      "DROP INDEX k1_note_idx, h", "DROP INDEX k1_note_idx", "DROP INDEX IF EXISTS k1_note_idx",
@@ -330,7 +330,7 @@ def test_names_as_postgres_chooses_them(pair):
 CATALOG_QUERIES = [
     ("SELECT conname, contype, condeferrable, condeferred, convalidated, conkey, confupdtype, conislocal "
     "FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid WHERE c.relname LIKE 'k_' ORDER BY conname"),
-    ("SELECT ci.relname, ci.relkind, ct.relname, i.indnatts, i.indisunique, i.indisprimary, i.indkey::text "
+    ("SELECT ci.relname, ci.relkind, ct.relname, i.indnatts, i.indisunique, i.indisprimary, array_to_string(i.indkey, ' ') "
     "FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class ct ON ct.oid = i.indrelid "
     "WHERE ct.relname LIKE 'k_' ORDER BY ci.relname"),
     "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename LIKE 'k_' ORDER BY indexname",
@@ -344,6 +344,9 @@ CATALOG_QUERIES = [
     ("SELECT con.conname, pg_get_constraintdef(con.oid), pg_get_constraintdef(con.oid, true), "
     "pg_get_indexdef(con.conindid) FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid "
     "WHERE c.relname LIKE 'k_' ORDER BY 1"),
+    ("SELECT c.relname, pg_get_indexdef(i.indexrelid, 1, false), pg_get_indexdef(i.indexrelid, 2, true), "
+     "pg_get_indexdef(i.indexrelid, 0, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+     "JOIN pg_class t ON t.oid = i.indrelid WHERE t.relname LIKE 'k_' ORDER BY 1"),
     ("SELECT a.attname, a.attnotnull FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
     "WHERE c.relname = 'k2' AND a.attnum > 0 ORDER BY a.attnum"),
 ]
@@ -352,6 +355,27 @@ CATALOG_QUERIES = [
 @pytest.mark.parametrize("sql", CATALOG_QUERIES)
 def test_catalog(pair, sql):
     assert rows(pair, sql)
+
+
+def test_sqlalchemy_inspector(pair, server, postgres):
+    """What SQLAlchemy's inspector reflects of keys and indexes, as from PostgreSQL."""
+    import sqlalchemy as sa
+
+    for conn in pair:
+        conn.execute("CREATE INDEX k1_note_code ON k1 (note DESC, code)")
+        conn.execute("CREATE UNIQUE INDEX k3_both ON k3 (n, x)")
+
+    def reflect(dsn: str) -> dict:
+        parts = dict(p.split("=") for p in dsn.split())
+        engine = sa.create_engine(f"postgresql+psycopg://{parts['user']}@{parts['host']}:{parts['port']}/{parts['dbname']}")
+        try:
+            inspector = sa.inspect(engine)
+            return {table: (inspector.get_pk_constraint(table), inspector.get_indexes(table),
+                            inspector.get_unique_constraints(table)) for table in ("k1", "k2", "k3")}
+        finally:
+            engine.dispose()
+
+    assert reflect(server.dsn) == reflect(postgres.dsn)
 
 
 def _psql(dsn: str, command: str) -> str:
