@@ -191,34 +191,6 @@ def test_refused_where_postgres_accepts(pair, sql, fragment):
     assert outcome(ours, "SELECT count(*) FROM pg_indexes WHERE tablename = 'k1'") == ("ok", [(2,)])
 
 
-def test_indexes_survive_a_restart_and_drop_with_their_table():
-    with running_server() as first:
-        with psycopg.connect(first.dsn, autocommit=True) as conn:
-            conn.execute("CREATE TABLE ix (a int, b text)")
-            conn.execute("INSERT INTO ix VALUES (1, 'x')")
-            conn.execute("CREATE UNIQUE INDEX ix_b ON ix (b)")
-            conn.execute("CREATE INDEX ON ix (a)")
-            conn.execute("CREATE TABLE later (c int)")  # takes the id after the indexes'
-        first.stop()
-        second = ServerProcess(data_dir=first.data_dir).start()
-        try:
-            second.wait_ready()
-            with psycopg.connect(second.dsn, autocommit=True) as conn:
-                assert conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'ix' ORDER BY 1"
-                                    ).fetchall() == [("ix_a_idx",), ("ix_b",)]
-                with pytest.raises(psycopg.errors.UniqueViolation):
-                    conn.execute("INSERT INTO ix VALUES (2, 'x')")
-                conn.execute("CREATE TABLE newer (d int)")
-                oids = conn.execute("SELECT oid FROM pg_class WHERE relname IN ('ix', 'ix_b', 'ix_a_idx', 'later', 'newer')"
-                                    ).fetchall()
-                assert len(set(oids)) == 5
-                conn.execute("DROP TABLE ix")
-                assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'ix'").fetchone() == (0,)
-                conn.execute("CREATE TABLE ix_b (e int)")  # the name is free again
-        finally:
-            second.stop()
-
-
 def test_transaction_block(pair):
     """The duplicate fails the statement inside the block; the block is then aborted."""
     for sql in ["INSERT INTO k1 VALUES (1, 'a', NULL)", "BEGIN", "INSERT INTO k1 VALUES (2, 'b', NULL)",
@@ -392,13 +364,19 @@ def test_psql_describe_shows_the_indexes(pair, server, postgres):
     assert '"k2_pkey" PRIMARY KEY, btree (a, b)' in ours
 
 
-def test_keys_survive_a_restart():
-    """After a restart the key counts are rebuilt from the table's files."""
+def test_keys_and_indexes_survive_a_restart():
+    """After a restart the key counts are rebuilt from the tables' files, the indexes are
+    still there, and no id an index took is handed out again."""
     with running_server() as first:
         with psycopg.connect(first.dsn, autocommit=True) as conn:
             conn.execute("CREATE TABLE kept (k int PRIMARY KEY, v text UNIQUE)")
             conn.execute("INSERT INTO kept SELECT g, 'v' || g FROM generate_series(1, 1000) AS g")
             conn.execute("DELETE FROM kept WHERE k = 7")
+            conn.execute("CREATE TABLE ix (a int, b text)")
+            conn.execute("INSERT INTO ix VALUES (1, 'x')")
+            conn.execute("CREATE UNIQUE INDEX ix_b ON ix (b)")
+            conn.execute("CREATE INDEX ON ix (a)")
+            conn.execute("CREATE TABLE later (c int)")  # takes the id after the indexes'
         first.stop()
         second = ServerProcess(data_dir=first.data_dir).start()
         try:
@@ -411,5 +389,17 @@ def test_keys_survive_a_restart():
                     conn.execute("INSERT INTO kept VALUES (2000, 'v3')")
                 conn.execute("INSERT INTO kept VALUES (7, 'v7')")
                 assert conn.execute("SELECT count(*) FROM kept").fetchone() == (1000,)
+
+                assert conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'ix' ORDER BY 1"
+                                    ).fetchall() == [("ix_a_idx",), ("ix_b",)]
+                with pytest.raises(psycopg.errors.UniqueViolation):
+                    conn.execute("INSERT INTO ix VALUES (2, 'x')")
+                conn.execute("CREATE TABLE newer (d int)")
+                oids = conn.execute("SELECT oid FROM pg_class WHERE relname IN ('ix', 'ix_b', 'ix_a_idx', 'later', 'newer')"
+                                    ).fetchall()
+                assert len(set(oids)) == 5
+                conn.execute("DROP TABLE ix")
+                assert conn.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'ix'").fetchone() == (0,)
+                conn.execute("CREATE TABLE ix_b (e int)")  # the name is free again
         finally:
             second.stop()
