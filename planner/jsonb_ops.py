@@ -23,12 +23,10 @@ UDF_NAMES: dict[str, str] = {
     "exists": "sparkwire_jsonb_exists",
     "exists_any": "sparkwire_jsonb_exists_any",
     "exists_all": "sparkwire_jsonb_exists_all",
-    "extract_path": "sparkwire_jsonb_extract_path",
+    "extract_path": "sparkwire_jsonb_extract",
     "delete_key": "sparkwire_jsonb_delete",
     "concat": "sparkwire_jsonb_concat",
 }
-
-_SCALAR_DELETE = "cannot delete from scalar"
 
 
 def _kind(v: Any) -> str:
@@ -149,7 +147,8 @@ def extract_path(doc: str | None, path: list[str | None] | None) -> str | None:
 
 def delete_key(doc: str | None, key: str | None) -> str | None:
     """`doc - key`: the object without the key, or the array without its string elements
-    equal to key; a scalar is refused (`SCALAR_DELETE`, raised by the caller as 22023)."""
+    equal to key; None for a scalar, which the SQL around the call refuses with 22023
+    (Spark evaluates a Python UDF for every row, whatever CASE it sits in)."""
     if doc is None or key is None:
         return None
     value = jsonb.parse_json(doc)
@@ -157,7 +156,7 @@ def delete_key(doc: str | None, key: str | None) -> str | None:
         return jsonb.jsonb_text({k: v for k, v in value.items() if k != key})
     if isinstance(value, list):
         return jsonb.jsonb_text([x for x in value if not (isinstance(x, str) and x == key)])
-    raise ValueError(_SCALAR_DELETE)
+    return None
 
 
 def concat(left: str | None, right: str | None) -> str | None:

@@ -15,7 +15,7 @@ from sqlglot import exp
 from planner import jsonb, operators
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
-from planner.types import column_type
+from planner.types import SqlType, column_type
 
 _FEATURE_NOT_SUPPORTED = "0A000"
 
@@ -115,3 +115,50 @@ def rewrite(node: exp.Expression) -> exp.Expression | None:
     if right == "text[]":
         other = _text_array(other)
     return _call(name, right, [left, other])
+
+
+def _kind(node: exp.Expression, column_types: dict[str, dict[str, SqlType]]) -> str:
+    """What an operand next to a jsonb column is: "jsonb", "text", "literal" or "other"."""
+    node = node.unnest()
+    if isinstance(node, exp.Literal) and node.is_string:
+        return "literal"
+    if _is_jsonb(node):
+        return "jsonb"
+    if isinstance(node, exp.Column):
+        if node.table:
+            t = column_types.get(node.table, {}).get(node.name)
+        else:
+            found = [cols[node.name] for cols in column_types.values() if node.name in cols]
+            t = found[0] if len(found) == 1 else None
+        if t is not None:
+            return "jsonb" if t.display() == "jsonb" else ("text" if t.display() == "text" else "other")
+    return "other"
+
+
+def stored_columns(tree: exp.Expression, column_types: dict[str, dict[str, SqlType]]) -> None:
+    """`-` and `||` whose operand is a stored jsonb column (known once the relations are
+    resolved; `column_types` maps a relation's name or alias to its columns' types): the
+    jsonb operators, as PostgreSQL resolves them (`jsonb || text` concatenates text).
+    Anything else next to such a column, or a query where a subquery, view or CTE could
+    make the name mean another column, is refused (0A000) rather than answered wrongly."""
+    one_level = sum(1 for _ in tree.find_all(exp.Select)) == 1 and tree.find(exp.CTE) is None
+    jsonb_names = {name for cols in column_types.values() for name, t in cols.items() if t.display() == "jsonb"}
+    for node in list(tree.find_all(exp.DPipe, exp.Sub)):
+        operands = [node.this, node.expression]
+        if not any(isinstance(o.unnest(), exp.Column) and o.unnest().name in jsonb_names for o in operands):
+            continue
+        op = "||" if isinstance(node, exp.DPipe) else "-"
+        kinds = [_kind(o, column_types) for o in operands] if one_level else ["other"]
+        if one_level and not any(k == "jsonb" and isinstance(o.unnest(), exp.Column)
+                                 for k, o in zip(kinds, operands, strict=True)):
+            continue  # the name is another relation's non-jsonb column
+        if isinstance(node, exp.DPipe) and "text" in kinds and kinds.count("jsonb") == 1:
+            continue  # jsonb || text: PostgreSQL's text concatenation, as it is
+        if isinstance(node, exp.DPipe) and set(kinds) <= {"jsonb", "literal"} and "jsonb" in kinds:
+            node.replace(_call("||", "jsonb", [_jsonb_operand(o) for o in operands]))
+        elif isinstance(node, exp.Sub) and kinds[0] == "jsonb" and kinds[1] in ("text", "literal"):
+            node.replace(_call("-", "text", operands))
+        else:
+            raise SqlError(_FEATURE_NOT_SUPPORTED, f"operator {op} with a jsonb column is supported here "
+                           "between jsonb and jsonb or text in a query of stored tables only "
+                           "(or with SET sql_frontend = postgres)")

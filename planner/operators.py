@@ -128,7 +128,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(3247, "?", "jsonb", "text", "boolean", "sparkwire_jsonb_exists({0}, {1})"),
     O(3248, "?|", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_any({0}, {1})"),
     O(3249, "?&", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_all({0}, {1})"),
-    O(3213, "#>", "jsonb", "text[]", "jsonb", "sparkwire_jsonb_extract_path({0}, {1})"),
+    O(3213, "#>", "jsonb", "text[]", "jsonb", "sparkwire_jsonb_extract({0}, {1})"),
     O(3284, "||", "jsonb", "jsonb", "jsonb", "sparkwire_jsonb_concat({0}, {1})"),
     O(3285, "-", "jsonb", "text", "jsonb", JSONB_DELETE),
     O(3241, "<>", "jsonb", "jsonb", "boolean", "{0} <> {1}"),

@@ -58,8 +58,7 @@ def test_extract_path(doc, path, expected):
 def test_delete_and_concat_write_jsonb_text():
     assert j.delete_key('{"a": 1, "bb": 2}', "a") == '{"bb": 2}'
     assert j.delete_key('["a", "b", "a", 1]', "a") == '["b", 1]'
-    with pytest.raises(ValueError):
-        j.delete_key("1", "a")
+    assert j.delete_key("1", "a") is None  # the SQL around the call raises 22023
     assert j.concat('{"bb": 1, "a": 2}', '{"a": 3, "c": [1]}') == '{"a": 3, "c": [1], "bb": 1}'
     assert j.concat("[1]", "[2, 3]") == "[1, 2, 3]"
     assert j.concat("1", "2") == "[1, 2]"
