@@ -104,3 +104,12 @@ def test_same_errors_as_postgres(postgres, ours, sql, sqlstate):
         ours.execute(sql)
     assert theirs.value.sqlstate == mine.value.sqlstate == sqlstate, str(mine.value)
     assert ours.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_postgres_front_end_sends_jsonb_typed(sparkwire):
+    # The postgres front end types the results as PostgreSQL does (the sqlglot path sends text).
+    sparkwire.execute("SET sql_frontend = postgres")
+    cur = sparkwire.execute("SELECT j #> '{a}', j || j, j - 'a', j @> j FROM docs WHERE id = 1")
+    assert [d.type_code for d in cur.description] == [3802, 3802, 3802, 16]
+    assert cur.fetchall() == [("1", '{"a": 1, "b": [1, 2, {"c": "x"}], "bb": {"d": null}}',
+                               '{"b": [1, 2, {"c": "x"}], "bb": {"d": null}}', True)]
