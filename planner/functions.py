@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from planner import jsonb_ops
+
 
 class Kind(Enum):
     """pg_proc.prokind, with table functions (proretset) apart."""
@@ -516,4 +518,6 @@ def _spark_names(texts: Iterable[str]) -> frozenset[str]:
     return frozenset(m.group(1) for text in texts for m in _CALLED.finditer(text.lower()))
 
 
-SPARK_FUNCTIONS: frozenset[str] = _spark_names(f.spark for f in FUNCTIONS) | _INTERNAL_SPARK
+# The jsonb operators' UDFs, registered in every Spark session (spark_backend.jsonb_udfs).
+SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _INTERNAL_SPARK
+                                   | frozenset(jsonb_ops.UDF_NAMES.values()))

@@ -36,6 +36,12 @@ def _op(oid: int, name: str, left: str, right: str, result: str, spark: str) -> 
 
 O = _op  # one letter keeps the table below readable
 
+# jsonb - text: PostgreSQL refuses a scalar (jsonb's text of a scalar starts with neither
+# bracket) before the UDF is called; NULL in gives NULL.
+JSONB_DELETE = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR left({0}, 1) IN ('{', '[') "
+                "THEN sparkwire_jsonb_delete({0}, {1}) "
+                "ELSE raise_error('sparkwire:22023:cannot delete from scalar') END")
+
 OPERATORS: tuple[Operator, ...] = (
     O(640, "!~", "name", "text", "boolean", "not {0} rlike {1}"),
     O(642, "!~", "text", "text", "boolean", "not {0} rlike {1}"),
@@ -116,6 +122,15 @@ OPERATORS: tuple[Operator, ...] = (
     O(1751, "-", "", "numeric", "numeric", "-{0}"),
     O(1759, "-", "numeric", "numeric", "numeric", "{0} - {1}"),
     O(3240, "=", "jsonb", "jsonb", "boolean", "{0} = {1}"),
+    # jsonb's own operators: Python UDFs over the canonical text (planner.jsonb_ops).
+    O(3246, "@>", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({0}, {1})"),
+    O(3250, "<@", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({1}, {0})"),
+    O(3247, "?", "jsonb", "text", "boolean", "sparkwire_jsonb_exists({0}, {1})"),
+    O(3248, "?|", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_any({0}, {1})"),
+    O(3249, "?&", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_all({0}, {1})"),
+    O(3213, "#>", "jsonb", "text[]", "jsonb", "sparkwire_jsonb_extract({0}, {1})"),
+    O(3284, "||", "jsonb", "jsonb", "jsonb", "sparkwire_jsonb_concat({0}, {1})"),
+    O(3285, "-", "jsonb", "text", "jsonb", JSONB_DELETE),
     O(3241, "<>", "jsonb", "jsonb", "boolean", "{0} <> {1}"),
     O(3211, "->", "jsonb", "text", "jsonb", "to_json(variant_get(parse_json({0}), path({1})))"),
     O(3212, "->", "jsonb", "integer", "jsonb", "to_json(variant_get(parse_json({0}), path({1})))"),

@@ -22,7 +22,7 @@ import sqlglot
 from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS, UNRESERVED_KEYWORDS
 from sqlglot import exp
 
-from planner import functions, jsonb, pg_functions
+from planner import functions, jsonb, jsonb_sql, pg_functions
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.types import ALIASES, BY_NAME, SqlType
 
@@ -838,6 +838,7 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         elif _composite_attributes(sub):
             sub.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build("ARRAY<TEXT>")))
     _unique_ctes(tree)
+    jsonb_sql.mark(tree)
     return _rewrite(tree)
 
 
@@ -995,14 +996,15 @@ def _swap(node: exp.Expression) -> exp.Expression:
         return _all_of_array(node)
     if isinstance(node, exp.Collate):
         return node.this
+    jsonb_op = jsonb_sql.rewrite(node)
+    if jsonb_op is not None:
+        return jsonb_op
     if isinstance(node, exp.Cast):
         return _cast(node)
     if isinstance(node, exp.JSONBExtractScalar):
         return _json_path_text(node)
     if isinstance(node, exp.JSONExtract) and isinstance(node.expression, exp.JSONPath):
         return _json_extract(node)
-    if isinstance(node, exp.JSONBExtract):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "operator #> is not supported: #>> gives the value at a path as text")
     if isinstance(node, exp.ArrayAgg):
         return _array_agg(node)
     if isinstance(node, exp.Array) and len(node.expressions) == 1 \

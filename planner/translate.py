@@ -18,7 +18,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from planner import pg_compat, pg_functions, spark_guard, typeof
+from planner import jsonb_sql, pg_compat, pg_functions, spark_guard, typeof
 from planner.errors import UNDEFINED_TABLE, SqlError
 from planner.parser import sql_type, table_name
 from planner.types import SqlType
@@ -149,6 +149,7 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
         table.replace(new)
     _table_oids(tree, oids)
     typeof.replace(tree, sql_type, column_types, output_name)
+    jsonb_sql.stored_columns(tree, column_types)  # `j || x`, `j - 'k'` of a stored jsonb column
     tree = _pg_types(tree)
     tree = _replace_functions(tree, ctx)
     if params:

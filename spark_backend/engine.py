@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from planner.errors import QUERY_CANCELED, SqlError
+from spark_backend import jsonb_udfs
 from spark_backend.errors import translate_spark_error
 
 log = logging.getLogger("sparkwire.spark")
@@ -214,6 +215,7 @@ class SparkEngine:
                 # Kept until stop(): the driver serves the file to executors that join later.
                 self._scratch = Path(tempfile.mkdtemp(prefix="sparkwire-pyfiles-"))
             ship_code(spark, self.connect, self._scratch)
+        jsonb_udfs.register(spark)  # the jsonb operators the planner writes as UDF calls
         return spark
 
     def _reconnect(self, lost) -> object:
