@@ -22,8 +22,9 @@ import sqlglot
 from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS, UNRESERVED_KEYWORDS
 from sqlglot import exp
 
-from planner import functions, jsonb, jsonb_sql, pg_functions
+from planner import catalog_defs, functions, jsonb, jsonb_sql, pg_functions
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.sql_template import template as _parse
 from planner.types import ALIASES, BY_NAME, SqlType
 
 # -- OIDs ----------------------------------------------------------------------------------
@@ -181,18 +182,6 @@ def param_type(dt: exp.Expression):
 
 
 # -- tree rewriting --------------------------------------------------------------------------
-
-def _parse(template: str, **args: exp.Expression) -> exp.Expression:
-    """A PostgreSQL expression with `__name` placeholders replaced by `args`."""
-    tree = sqlglot.parse_one(template, read="postgres")
-
-    def fill(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not node.table and node.name.startswith("__"):
-            return args[node.name[2:]].copy()
-        return node
-
-    return tree.transform(fill)
-
 
 def _null_text() -> exp.Expression:
     return exp.Cast(this=exp.Null(), to=exp.DataType.build("TEXT"))
@@ -567,9 +556,9 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     if name == "pg_get_viewdef" and args:
         return _view_definition(args[0])
     if name == "pg_get_indexdef" and args:
-        return _index_definition(args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
+        return catalog_defs.index_definition(args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
     if name == "pg_get_constraintdef" and args:
-        return _constraint_definition(args[0])
+        return catalog_defs.constraint_definition(args[0])
     if name == "json_build_object":
         return pg_functions.json_build_object(args)
     if name in _FUNCTION_TEXTS and len(args) == 1:
@@ -659,47 +648,6 @@ def _all_of_array(node: exp.Expression) -> exp.Expression:
     test = type(node)(this=node.this.copy(), expression=exp.column(element))
     return exp.Anonymous(this="forall", expressions=[node.expression.expressions[0].copy(),
                                                      exp.Lambda(this=test, expressions=[element])])
-
-
-def _index_definition(index: exp.Expression, column: exp.Expression | None,
-                      pretty: exp.Expression | None) -> exp.Expression:
-    """pg_get_indexdef(oid[, column, pretty]): the index's CREATE INDEX statement (from
-    pg_indexes; pretty leaves out the visible schema), or with a column number other than 0
-    that column's name, '' past the last (pgjdbc's getIndexInfo asks so)."""
-    query = exp.select(exp.Max(this=exp.column("indexdef", "x"))).from_("pg_catalog.pg_indexes AS x").join(
-        "pg_catalog.pg_class AS c", on="c.relname = x.indexname AND c.relkind = 'i'").where(
-        exp.EQ(this=exp.column("oid", "c"), expression=index.copy()))
-    whole = exp.Subquery(this=query)
-    if column is None:
-        return whole
-    named = exp.Subquery(this=exp.select(exp.Max(this=exp.column("name", "k"))).from_(
-        "mz_internal.mz_index_columns AS k").where(exp.and_(
-            exp.EQ(this=exp.column("indexrelid", "k"), expression=index.copy()),
-            exp.EQ(this=exp.column("position", "k"), expression=column.copy()))))
-    return _parse("CASE WHEN __n = 0 THEN CASE WHEN __p THEN replace(__whole, ' ON public.', ' ON ') ELSE __whole END "
-                  "ELSE coalesce(__named, '') END", n=column, whole=whole, named=named, p=pretty)
-
-
-def _constraint_definition(constraint: exp.Expression) -> exp.Expression:
-    """pg_get_constraintdef(oid): `PRIMARY KEY (a)`, from sparkwire's own relation of them."""
-    query = exp.select(exp.Max(this=exp.column("definition", "d"))).from_(
-        "mz_internal.mz_constraint_definitions AS d").where(
-        exp.EQ(this=exp.column("oid", "d"), expression=constraint.copy()))
-    return exp.Subquery(this=query)
-
-
-# pg_index.indoption is an int2vector: text on the wire ("0 3", which SQLAlchemy splits) and
-# subscripted from 0 (pgjdbc's getIndexInfo reads `i.indoption[ordinal_position - 1]`, after
-# selecting it as i_indoption). It is text here, so a subscript of it splits the text.
-_INT2VECTOR_COLUMNS = {"indoption", "i_indoption"}
-
-
-def _is_int2vector(node: exp.Expression) -> bool:
-    return isinstance(node, exp.Column) and node.name.lower() in _INT2VECTOR_COLUMNS
-
-
-def _int2vector_element(vector: exp.Expression, index: exp.Expression) -> exp.Expression:
-    return _parse("CAST(try_element_at(split(__v, ' '), __i + 1) AS SMALLINT)", v=vector, i=index)
 
 
 def _view_definition(view: exp.Expression) -> exp.Expression:
@@ -1010,8 +958,8 @@ def _swap(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Array) and len(node.expressions) == 1 \
             and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
         return _array_subquery(node)
-    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and _is_int2vector(node.this):
-        return _int2vector_element(node.this, node.expressions[0])
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and catalog_defs.is_int2vector(node.this):
+        return catalog_defs.int2vector_element(node.this, node.expressions[0])
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1 \
             and not isinstance(node.expressions[0], exp.Literal):
         # PostgreSQL arrays count from 1, and a subscript out of range is NULL.
