@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import sqlglot
 from sqlglot import exp
 
 ERROR_PREFIX = "sparkwire:"
@@ -326,3 +327,57 @@ def _decimal_division(node: exp.Div) -> exp.Expression:
     quotient = exp.Div(this=exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE")),
                        expression=exp.Cast(this=node.expression.copy(), to=exp.DataType.build("DOUBLE")))
     return exp.Cast(this=quotient, to=exp.DataType.build("DECIMAL(38, 16)"))
+
+
+# Float arithmetic: PostgreSQL raises 22003 where a finite operation overflows to ±Infinity
+# (or, for * and /, underflows to 0); Spark returns the IEEE value. The operands are bound
+# once in a one-element transform() so that nested arithmetic does not copy them.
+_INF = "CAST('Infinity' AS DOUBLE)"
+_OVERFLOW = f"raise_error('{ERROR_PREFIX}22003:value out of range: overflow')"
+_UNDERFLOW = f"raise_error('{ERROR_PREFIX}22003:value out of range: underflow')"
+
+
+def float_arithmetic_template(op: str) -> str:
+    """The Spark template (`{0}`, `{1}`) of a float4/float8 `+ - * /` with PostgreSQL's errors."""
+    r = f"sw_f.a {op} sw_f.b"
+    overflow = f"abs({r}) = {_INF} AND abs(sw_f.a) <> {_INF}"
+    if op != "/":
+        overflow += f" AND abs(sw_f.b) <> {_INF}"
+    checks = f"WHEN {overflow} THEN {_OVERFLOW} "
+    if op == "*":
+        checks += f"WHEN {r} = 0 AND sw_f.a <> 0 AND sw_f.b <> 0 THEN {_UNDERFLOW} "
+    elif op == "/":
+        checks += f"WHEN {r} = 0 AND sw_f.a <> 0 AND abs(sw_f.b) <> {_INF} THEN {_UNDERFLOW} "
+    return (f"element_at(transform(array(named_struct('a', {{0}}, 'b', {{1}})), "
+            f"sw_f -> CASE {checks}ELSE {r} END), 1)")
+
+
+_FLOAT_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+_FLOAT_TYPES = {exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT}
+
+
+def _float_typed(e: exp.Expression) -> bool:
+    while isinstance(e, (exp.Paren, exp.Neg)):
+        e = e.this
+    return not isinstance(e, exp.Literal) and e.type is not None and e.type.this in _FLOAT_TYPES
+
+
+def mark_user_arithmetic(tree: exp.Expression) -> None:
+    """Mark the arithmetic the user wrote, before rewrites add their own (which cannot
+    overflow, and whose catalogued text must stay as it is)."""
+    for node in tree.find_all(*_FLOAT_OPS):
+        node.meta["pg_arithmetic"] = True
+
+
+def checked_float_arithmetic(node: exp.Expression) -> exp.Expression:
+    """A sqlglot-typed `a op b` of floats the user wrote, with PostgreSQL's overflow errors;
+    anything else as is."""
+    op = _FLOAT_OPS.get(type(node))
+    if op is None or not node.meta.get("pg_arithmetic") or node.type is None or node.type.this not in _FLOAT_TYPES:
+        return node
+    if not any(_float_typed(side) for side in (node.this, node.expression)):
+        return node  # sqlglot types a constant like 2.0 as DOUBLE; PostgreSQL's is numeric
+    tree = sqlglot.parse_one(float_arithmetic_template(op).replace("{0}", "__a0").replace("{1}", "__a1"),
+                             read="spark")
+    args = {"__a0": node.this, "__a1": node.expression}
+    return tree.transform(lambda n: args[n.name].copy() if isinstance(n, exp.Column) and n.name in args else n)

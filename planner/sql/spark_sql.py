@@ -219,6 +219,9 @@ class _Generator:
             case p.OpCall(op=op, args=args):
                 _check_template(op.name, op.spark, len(args))
                 return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
+            case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
+                # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant)
+                return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(t.spark, dialect="spark"))
             case p.Cast(arg=arg, type=t):
                 return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(t.spark, dialect="spark"))
             case p.BoolOp(kind=p.BoolKind.NOT, args=(arg,)):

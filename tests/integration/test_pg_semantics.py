@@ -1,0 +1,78 @@
+"""Places where Spark's answer used to leak through, side by side with PostgreSQL 15, on both
+front ends (the sqlglot path and `SET sql_frontend = postgres`): the same rows, or the same
+SQLSTATE and message (issue "A PostgreSQL front end of our own")."""
+
+from __future__ import annotations
+
+import math
+
+import psycopg
+import pytest
+
+from tests.pgserver import reference_postgres
+
+FRONT_ENDS = ("sqlglot", "postgres")
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    with reference_postgres() as pg, psycopg.connect(pg.dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture(scope="module", params=FRONT_ENDS)
+def ours(server, request):
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(f"SET sql_frontend = {request.param}")
+        yield conn
+
+
+def _answer(conn, sql: str):
+    """The rows, or (SQLSTATE, message) of the error."""
+    try:
+        rows = conn.execute(sql).fetchall()
+        return [tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
+    except psycopg.Error as e:
+        return e.sqlstate, e.diag.message_primary
+
+
+def same_as_postgres(postgres, ours, sql: str) -> None:
+    assert _answer(ours, sql) == _answer(postgres, sql), sql
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT (SELECT x FROM (VALUES (1),(2)) v(x))",
+    "SELECT (SELECT x FROM (VALUES (1)) v(x))",
+    "SELECT (SELECT x FROM (VALUES (NULL::int)) v(x))",
+    "SELECT (SELECT x FROM (VALUES (1)) v(x) WHERE x > 5)",
+])
+def test_scalar_subquery_rows(postgres, ours, sql):
+    same_as_postgres(postgres, ours, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "WITH a AS (SELECT 1), a AS (SELECT 2) SELECT 1",
+    "WITH a AS (SELECT 1), A AS (SELECT 2) SELECT 1",
+    "WITH a AS (SELECT 1) SELECT * FROM (WITH a AS (SELECT 2) SELECT * FROM a) s",
+])
+def test_with_query_names(postgres, ours, sql):
+    same_as_postgres(postgres, ours, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 1e308::float8 * 10",
+    "SELECT 1e308::float8",
+    "SELECT 1e300::float8 * 1e10::float8 * 2",
+    "SELECT '1e308'::float8 + '1e308'::float8",
+    "SELECT -1e308::float8 - 1e308::float8",
+    "SELECT 1e308::float8 / 1e-10::float8",
+    "SELECT 1e-300::float8 * 1e-300::float8",
+    "SELECT 1e-300::float8 / 1e300::float8",
+    "SELECT 1e38::float4 * 10::float4",
+    "SELECT 'Infinity'::float8 * 2, '-Infinity'::float8 + 1, 1::float8 / 'Infinity'::float8",
+    "SELECT 'NaN'::float8 * 2, 0::float8 * 5",
+    "SELECT 1.5::float8 * 2, NULL::float8 * 2, 2 * NULL::float8, 1::float8 / 3, NULL::float4 + 1::float4",
+])
+def test_float_overflow(postgres, ours, sql):
+    same_as_postgres(postgres, ours, sql)
+
