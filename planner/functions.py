@@ -422,7 +422,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(883, "substr", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
     F(936, "substring", "text, integer, integer", "text", "rewrite"),
     F(937, "substring", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
-    A(2107, "sum", "bigint", "numeric", "sum({0})"),
+    A(2107, "sum", "bigint", "numeric", "sum(cast({0} as decimal(38, 0)))"),  # widened: no overflow
     A(2108, "sum", "integer", "bigint", "sum({0})"),
     A(2109, "sum", "smallint", "bigint", "sum({0})"),
     A(2110, "sum", "real", "real", "sum({0})"),

@@ -406,6 +406,11 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
             wide = exp.DataType.Type.BIGINT in (left.this, right.this)
             div.replace(exp.Cast(this=exp.IntDiv(this=div.this, expression=div.expression),
                                  to=exp.DataType.build("BIGINT" if wide else "INT")))
+    # sum(bigint) is numeric in PostgreSQL: it cannot overflow where Spark's bigint sum would.
+    for agg in list(typed.find_all(exp.Sum)):
+        arg = agg.this
+        if arg.type is not None and arg.type.this == exp.DataType.Type.BIGINT:
+            arg.replace(exp.Cast(this=arg.copy(), to=exp.DataType.build("DECIMAL(38,0)")))
     # Deepest first, so an enclosing operation wraps its already checked operands.
     for node in reversed(list(typed.find_all(exp.Add, exp.Sub, exp.Mul, exp.Div))):
         checked = pg_functions.checked_float_arithmetic(node)

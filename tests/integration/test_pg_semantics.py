@@ -76,3 +76,19 @@ def test_with_query_names(postgres, ours, sql):
 def test_float_overflow(postgres, ours, sql):
     same_as_postgres(postgres, ours, sql)
 
+
+@pytest.mark.parametrize("sql", [
+    "SELECT sum(x) FROM (VALUES (9223372036854775807::bigint), (1)) v(x)",
+    "SELECT sum(x) FROM (VALUES (-9223372036854775807::bigint), (-2)) v(x)",
+    "SELECT sum(x) FROM (VALUES (NULL::bigint), (NULL)) v(x)",
+    "SELECT sum(x) FROM (VALUES (2147483647), (1)) v(x)",
+    "SELECT sum(x) FROM (VALUES (32767::smallint), (1::smallint)) v(x)",
+])
+def test_sum_widens(postgres, ours, sql):
+    same_as_postgres(postgres, ours, sql)
+
+
+@pytest.mark.parametrize("arg, oid", [("9223372036854775807::bigint", 1700), ("1::int", 20), ("1::smallint", 20)])
+def test_sum_result_types(postgres, ours, arg, oid):
+    sql = f"SELECT sum(x) FROM (VALUES ({arg}), (NULL)) v(x)"
+    assert ours.execute(sql).description[0].type_code == postgres.execute(sql).description[0].type_code == oid
