@@ -509,6 +509,7 @@ _INTERNAL_SPARK = frozenset((
     "count", "sum", "array_join", "bround", "log10", "sqrt", "ln", "power", "isnan", "shiftright",
     "shiftleft", "upper", "posexplode", "forall", "array_repeat", "filter", "array_remove", "unhex", "weekday", "unix_micros", "datediff", "log", "decimal",
     "split",  # an int2vector (pg_index.indoption) subscripted: planner.pg_compat
+    "chr", "translate", "typeof",  # array::text: planner.pg_functions.array_text_template
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

@@ -306,6 +306,9 @@ def typed(tree: exp.Expression) -> None:
         elif isinstance(node, exp.Extract) and _is(node.expression, _T.DATE) \
                 and _unit(node) in ("hour", "minute", "second", "milliseconds", "microseconds"):
             node.replace(pg_error("0A000", f'unit "{_unit(node)}" not supported for type date'))
+        elif isinstance(node, exp.Cast) and node.to.this in (_T.TEXT, _T.VARCHAR) and (
+                _is(node.this, _T.ARRAY) or node.this.meta.get("pg_array")):
+            node.replace(_array_text(node))
         elif isinstance(node, exp.DPipe) and (_is(node.this, _T.ARRAY) or _is(node.expression, _T.ARRAY)):
             node.replace(_array_concat(node))
         elif isinstance(node, exp.Div) and _wide_decimal(node.this) and _wide_decimal(node.expression):
@@ -381,3 +384,67 @@ def checked_float_arithmetic(node: exp.Expression) -> exp.Expression:
                              read="spark")
     args = {"__a0": node.this, "__a1": node.expression}
     return tree.transform(lambda n: args[n.name].copy() if isinstance(n, exp.Column) and n.name in args else n)
+
+
+# char(n): Spark's CHAR(n) in a cast is a plain string, neither padded nor compared as
+# PostgreSQL's bpchar is. PostgreSQL pads it to n, ignores trailing spaces when comparing,
+# strips them when converting to text, and LIKE sees the padded value.
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+
+
+def _is_char(e: exp.Expression) -> bool:
+    return e.type is not None and e.type.this == exp.DataType.Type.CHAR
+
+
+def _rtrim(e: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this="rtrim", expressions=[e.copy()])
+
+
+def char_semantics(tree: exp.Expression) -> None:
+    """Give a sqlglot-typed tree's char(n) values PostgreSQL's meaning (in place)."""
+    for cmp in list(tree.find_all(*_COMPARISONS)):
+        for side in (cmp.this, cmp.expression):
+            if _is_char(side):
+                side.replace(_rtrim(side))
+    for cast in list(tree.find_all(exp.Cast)):
+        inner = cast.this
+        if _is_char(inner) and cast.to.this in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
+            cast.set("this", _rtrim(inner))
+    for cast in reversed(list(tree.find_all(exp.Cast))):
+        if cast.to.this != exp.DataType.Type.CHAR:
+            continue
+        size = cast.to.find(exp.DataTypeParam)
+        n = int(size.name) if size is not None else 1
+        padded = exp.Anonymous(this="rpad", expressions=[
+            exp.Cast(this=cast.this.copy(), to=exp.DataType.build("STRING")), exp.Literal.number(n),
+            exp.Literal.string(" ")])
+        cast.replace(padded)
+
+
+# An array as text is PostgreSQL's array_out: {a,b,NULL}, an element quoted (" and \
+# escaped) when it is empty, NULL, or holds a brace, comma, quote, backslash or white space.
+# Spark's CAST(array AS STRING) writes [a, b, null]. Elements whose text Spark writes as
+# PostgreSQL does (told apart by Spark's typeof, so no static type is needed); others are
+# refused (0A000) rather than printed differently.
+_SAME_TEXT = "('string', 'int', 'bigint', 'smallint', 'tinyint', 'date')"
+_SPECIAL = "concat('{},\"', chr(92), ' ', chr(9), chr(10), chr(11), chr(12), chr(13))"
+_ELEMENT = ("CASE WHEN typeof(sw_e) = 'boolean' THEN substr(CAST(sw_e AS STRING), 1, 1) "
+            f"WHEN typeof(sw_e) IN {_SAME_TEXT} OR typeof(sw_e) LIKE 'decimal%' OR typeof(sw_e) LIKE 'char%' "
+            "OR typeof(sw_e) LIKE 'varchar%' THEN CAST(sw_e AS STRING) "
+            "ELSE raise_error('sparkwire:0A000:this array type cannot be cast to text yet') END")
+
+
+def array_text_template() -> str:
+    """The Spark template (`{0}` the array) of `array::text`, PostgreSQL's array_out."""
+    s = _ELEMENT
+    quoted = (f"concat('\"', replace(replace({s}, chr(92), concat(chr(92), chr(92))), '\"', "
+              f"concat(chr(92), '\"')), '\"')")
+    needs = f"{s} = '' OR upper({s}) = 'NULL' OR length(translate({s}, {_SPECIAL}, '')) < length({s})"
+    return (f"concat('{{', array_join(transform({{0}}, sw_e -> CASE WHEN sw_e IS NULL THEN 'NULL' "
+            f"WHEN {needs} THEN {quoted} ELSE {s} END), ','), '}}')")
+
+
+def _array_text(cast: exp.Cast) -> exp.Expression:
+    tree = sqlglot.parse_one(array_text_template().replace("{0}", "__a0"), read="spark")
+    arr = cast.this
+    return tree.transform(lambda n: arr.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)

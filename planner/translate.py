@@ -406,6 +406,7 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
             wide = exp.DataType.Type.BIGINT in (left.this, right.this)
             div.replace(exp.Cast(this=exp.IntDiv(this=div.this, expression=div.expression),
                                  to=exp.DataType.build("BIGINT" if wide else "INT")))
+    pg_functions.char_semantics(typed)
     # sum(bigint) is numeric in PostgreSQL: it cannot overflow where Spark's bigint sum would.
     for agg in list(typed.find_all(exp.Sum)):
         arg = agg.this

@@ -17,7 +17,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner import params
+from planner import params, pg_functions
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.sql import plan as p
@@ -222,6 +222,14 @@ class _Generator:
             case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
                 # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant)
                 return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.Cast(arg=arg, type=t) if arg.type.is_array and not t.is_array and t.base.name in (
+                    "text", "character varying"):
+                return _template(pg_functions.array_text_template(), [self.scalar(arg, cols)])
+            case p.Cast(arg=arg, type=t) if arg.type.base.name == "character" and t.base.name in (
+                    "text", "character varying") and not t.is_array and not arg.type.is_array:
+                # char(n) to text drops the padding, as PostgreSQL's rtrim1 does
+                trimmed = exp.Anonymous(this="rtrim", expressions=[self.scalar(arg, cols)])
+                return exp.Cast(this=trimmed, to=exp.DataType.build(t.spark, dialect="spark"))
             case p.Cast(arg=arg, type=t):
                 return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(t.spark, dialect="spark"))
             case p.BoolOp(kind=p.BoolKind.NOT, args=(arg,)):

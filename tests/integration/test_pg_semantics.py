@@ -92,3 +92,29 @@ def test_sum_widens(postgres, ours, sql):
 def test_sum_result_types(postgres, ours, arg, oid):
     sql = f"SELECT sum(x) FROM (VALUES ({arg}), (NULL)) v(x)"
     assert ours.execute(sql).description[0].type_code == postgres.execute(sql).description[0].type_code == oid
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 'a'::char(3) = 'a  '::char(3), 'a'::char(3) <> 'a '::char(2), 'a'::char(3) = 'a'::char(1)",
+    "SELECT 'a'::char(3) < 'b'::char(3), 'a '::char(3) >= 'a'::char(3), 'b'::char(3) > 'a  '::char(3)",
+    "SELECT 'a '::char(3) LIKE 'a', 'a'::char(3) LIKE 'a  ', 'A'::char(3) ILIKE 'a%', 'a'::char(3) NOT LIKE 'a'",
+    "SELECT 'a'::char(3) = 'a'::text, 'a  '::char(3)::text, 'a  '::char(3)::varchar, 'ab'::char(3)",
+    "SELECT 'x'::char, 'ab'::char(2), NULL::char(3) = 'a'::char(3), NULL::char(3) LIKE 'a', NULL::char(3)::text",
+])
+def test_char_n(postgres, ours, sql):
+    same_as_postgres(postgres, ours, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT array_agg(x ORDER BY x DESC)::text FROM (VALUES ('e'),('d'),('c')) v(x)",
+    "SELECT array_agg(x)::text FROM (VALUES (1),(NULL),(3)) v(x)",
+    "SELECT array_agg(x ORDER BY x NULLS FIRST)::text FROM (VALUES ('a b'),(''),('NULL'),('x\"y'),('b\\c'),('{,}'),(NULL)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (true),(false)) v(x)",
+    # numeric elements of one scale: Spark keeps one scale per column where PostgreSQL keeps
+    # each value's own (as for a numeric column outside an array)
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (1.50),(2.25)) v(x)",
+    "SELECT array_agg(x)::text FROM (VALUES (1)) v(x) WHERE x > 5",
+    "SELECT ARRAY[1, NULL, 3]::text, ARRAY['null', 'Null']::text, ARRAY[]::int[]::text, NULL::int[]::text",
+])
+def test_array_as_text(postgres, ours, sql):
+    same_as_postgres(postgres, ours, sql)
