@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from planner import jsonb_ops
+from planner import jsonb_ops, pg_functions
 
 
 class Kind(Enum):
@@ -130,6 +130,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(395, "array_to_string", "anyarray, text", "text", "array_join({0}, {1})"),
     F(2092, "array_upper", "anyarray, integer", "integer", "if({1} = 1 and size({0}) > 0, size({0}), null)"),
     F(1620, "ascii", "text", "integer", "ascii({0})"),
+    F(872, "initcap", "text", "text", pg_functions.INITCAP),
     F(1602, "atan", "double precision", "double precision", "atan({0})"),
     F(1603, "atan2", "double precision, double precision", "double precision", "atan2({0}, {1})"),
     A(2100, "avg", "bigint", "numeric", "avg({0})"),
@@ -154,8 +155,9 @@ FUNCTIONS: tuple[Function, ...] = (
     F(1367, "character_length", "character", "integer", "length({0})"),
     F(1369, "character_length", "text", "integer", "length({0})"),
     S(1216, "col_description", "oid, integer", "text", "cast(null as string)"),
-    F(3058, "concat", "\"any\"", "text", "concat(coalesce({0}, ''))", variadic=True),
-    F(3059, "concat_ws", "text, \"any\"", "text", "concat_ws({0}, {1})", variadic=True),
+    # concat/concat_ws: as written for a number (made text first); a boolean becomes t/f
+    F(3058, "concat", "\"any\"", "text", "concat(coalesce(cast({0} as string), ''))", variadic=True),
+    F(3059, "concat_ws", "text, \"any\"", "text", "concat_ws({0}, cast({1} as string))", variadic=True),
     F(1605, "cos", "double precision", "double precision", "cos({0})"),
     F(2463, "cosh", "double precision", "double precision", "cosh({0})"),
     A(2147, "count", "\"any\"", "bigint", "count({0})"),

@@ -207,7 +207,31 @@ def _array_remove(node: exp.ArrayRemove) -> exp.Expression:
                                 true=_fn("filter", array, not_null))], default=_fn("array_remove", array, element))
 
 
+# initcap: PostgreSQL capitalizes the first letter of each run of letters and digits
+# (anything else separates words); Spark only after white space. A letter is a character
+# whose upper and lower case differ.
+INITCAP = ("element_at(transform(array({0}), sw_s -> array_join(transform(split(sw_s, ''), (c, i) -> "
+           "case when i > 0 and (upper(substring(sw_s, i, 1)) <> lower(substring(sw_s, i, 1)) "
+           "or substring(sw_s, i, 1) between '0' and '9') then lower(c) else upper(c) end), '')), 1)")
+
+
+def _initcap(node: exp.Initcap) -> exp.Expression:
+    tree = sqlglot.parse_one(INITCAP.replace("{0}", "__a0"), read="spark")
+    arg = node.this
+    return tree.transform(lambda n: arg.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)
+
+
+# bytea as text is its hex form, \x and two lower-case digits a byte (Spark would decode it).
+BYTEA_TEXT = "concat(chr(92), 'x', lower(hex({0})))"
+
+
+def _bytea_text(cast: exp.Cast) -> exp.Expression:
+    return exp.Cast(this=_fn("concat", _fn("chr", exp.Literal.number(92)), exp.Literal.string("x"),
+                             exp.Lower(this=_fn("hex", cast.this))), to=cast.to.copy())
+
+
 _REWRITES: dict[type, Callable] = {
+    exp.Initcap: _initcap,
     exp.ArrayRemove: _array_remove,
     exp.Log: _log,
     exp.Ln: _ln,
@@ -283,6 +307,9 @@ def _bool_text(value: exp.Expression) -> exp.Expression:
                          exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("f"))])
 
 
+_SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # Spark prints them as PostgreSQL
+
+
 def typed(tree: exp.Expression) -> None:
     """Rewrites that need the operands' types (the tree is annotated; changed in place)."""
     for node in list(tree.walk()):
@@ -290,6 +317,9 @@ def typed(tree: exp.Expression) -> None:
             for arg in list(node.expressions):
                 if _is(arg, _T.BOOLEAN):
                     arg.replace(_bool_text(arg))
+                elif _is(arg, *_SAME_TEXT_TYPES):
+                    # Spark writes coalesce(n, '') for it: n must be text first, or '' is read as a number
+                    arg.replace(exp.Cast(this=arg.copy(), to=exp.DataType.build("STRING")))
         elif isinstance(node, exp.TimestampTrunc) and _is(node.this, _T.TIMESTAMPNTZ):
             # Spark's DATE_TRUNC gives a TIMESTAMP (with time zone) even for one without.
             node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ")))
@@ -309,6 +339,9 @@ def typed(tree: exp.Expression) -> None:
         elif isinstance(node, exp.Cast) and node.to.this in (_T.TEXT, _T.VARCHAR) and (
                 _is(node.this, _T.ARRAY) or node.this.meta.get("pg_array")):
             node.replace(_array_text(node))
+        elif isinstance(node, exp.Cast) and node.to.this in (_T.TEXT, _T.VARCHAR) \
+                and _is(node.this, _T.BINARY, _T.VARBINARY):
+            node.replace(_bytea_text(node))
         elif isinstance(node, exp.DPipe) and (_is(node.this, _T.ARRAY) or _is(node.expression, _T.ARRAY)):
             node.replace(_array_concat(node))
         elif isinstance(node, exp.Div) and _wide_decimal(node.this) and _wide_decimal(node.expression):

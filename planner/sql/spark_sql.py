@@ -222,6 +222,9 @@ class _Generator:
             case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
                 # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant)
                 return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.Cast(arg=arg, type=t) if arg.type.base.name == "bytea" and not arg.type.is_array \
+                    and t.base.name in ("text", "character varying") and not t.is_array:
+                return _template(pg_functions.BYTEA_TEXT, [self.scalar(arg, cols)])
             case p.Cast(arg=arg, type=t) if arg.type.is_array and not t.is_array and t.base.name in (
                     "text", "character varying"):
                 return _template(pg_functions.array_text_template(), [self.scalar(arg, cols)])

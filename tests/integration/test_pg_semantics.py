@@ -118,3 +118,14 @@ def test_char_n(postgres, ours, sql):
 ])
 def test_array_as_text(postgres, ours, sql):
     same_as_postgres(postgres, ours, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT initcap('hello wORLD'), initcap('hi-there o''neil 2nd_place'), initcap(''), initcap(NULL)",
+    "SELECT initcap(x) FROM (VALUES ('ab cd'), (NULL), ('ÉCOLE élève')) v(x)",
+    "SELECT 'hello'::bytea::text, ''::bytea::text, NULL::bytea::text",
+    "SELECT concat(true, false), concat(NULL::boolean, 1, 'a'), concat()",
+    "SELECT concat(NULL::int, 2::bigint, 1.5, 7::smallint), concat('a', NULL::bigint)",
+])
+def test_string_functions(postgres, ours, sql):
+    same_as_postgres(postgres, ours, sql)
