@@ -311,6 +311,7 @@ FUNCTIONS: tuple[Function, ...] = (
     S(1215, "obj_description", "oid, name", "text", "cast(null as string)"),
     S(1348, "obj_description", "oid", "text", "cast(null as string)"),
     F(1374, "octet_length", "text", "integer", "octet_length({0})"),
+    F(1375, "octet_length", "character", "integer", "octet_length({0})"),  # counts the padding
     W(3103, "percent_rank", "", "double precision", "percent_rank()"),
     S(2026, "pg_backend_pid", "", "integer", "<the session's process id>"),
     S(1264, "pg_char_to_encoding", "name", "integer", "6"),

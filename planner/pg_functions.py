@@ -439,6 +439,9 @@ def char_semantics(tree: exp.Expression) -> None:
         for side in (cmp.this, cmp.expression):
             if _is_char(side):
                 side.replace(_rtrim(side))
+    for length in list(tree.find_all(exp.Length)):  # length(char(n)) does not count the padding
+        if _is_char(length.this):
+            length.this.replace(_rtrim(length.this))
     for cast in list(tree.find_all(exp.Cast)):
         inner = cast.this
         if _is_char(inner) and cast.to.this in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):

@@ -215,7 +215,11 @@ class _Generator:
                 return _literal(_param_value(self.param_values[n], t), t)
             case p.Call(func=f, args=args):
                 _check_template(f.name, f.spark, len(args))
-                return _template(f.spark, [self.scalar(a, cols) for a in args])
+                spark_args = [self.scalar(a, cols) for a in args]
+                if f.name in _CHAR_LENGTHS and args[0].type.base.name == "character":
+                    # char(n)'s length does not count the padding (bpcharlen)
+                    spark_args[0] = exp.Anonymous(this="rtrim", expressions=[spark_args[0]])
+                return _template(f.spark, spark_args)
             case p.OpCall(op=op, args=args):
                 _check_template(op.name, op.spark, len(args))
                 return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
@@ -274,6 +278,9 @@ class _Generator:
         found, rest = (exp.false(), exp.true()) if s.kind is p.SubqueryKind.ALL else (exp.true(), exp.false())
         return exp.Case().when(hit, found).when(maybe, exp.Null()).else_(rest)
 
+
+
+_CHAR_LENGTHS = ("length", "char_length", "character_length")
 
 
 def _shift(e: p.Expr) -> p.Expr:

@@ -72,6 +72,8 @@ def test_with_query_names(postgres, ours, sql):
     "SELECT 'Infinity'::float8 * 2, '-Infinity'::float8 + 1, 1::float8 / 'Infinity'::float8",
     "SELECT 'NaN'::float8 * 2, 0::float8 * 5",
     "SELECT 1.5::float8 * 2, NULL::float8 * 2, 2 * NULL::float8, 1::float8 / 3, NULL::float4 + 1::float4",
+    "SELECT x * 2, count(*) FROM (VALUES (1.5::float8), (2.5), (1.5)) v(x) GROUP BY x * 2 ORDER BY x * 2",
+    "SELECT sum(x * 2) FROM (VALUES (1e300::float8), (1e300)) v(x)",
 ])
 def test_float_overflow(postgres, ours, sql):
     same_as_postgres(postgres, ours, sql)
@@ -100,6 +102,7 @@ def test_sum_result_types(postgres, ours, arg, oid):
     "SELECT 'a '::char(3) LIKE 'a', 'a'::char(3) LIKE 'a  ', 'A'::char(3) ILIKE 'a%', 'a'::char(3) NOT LIKE 'a'",
     "SELECT 'a'::char(3) = 'a'::text, 'a  '::char(3)::text, 'a  '::char(3)::varchar, 'ab'::char(3)",
     "SELECT 'x'::char, 'ab'::char(2), NULL::char(3) = 'a'::char(3), NULL::char(3) LIKE 'a', NULL::char(3)::text",
+    "SELECT length('ab'::char(4)), char_length('a '::char(4)), octet_length('ab'::char(4)), length(NULL::char(2))",
 ])
 def test_char_n(postgres, ours, sql):
     same_as_postgres(postgres, ours, sql)
