@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from planner import jsonb_ops
+from planner import jsonb_ops, pg_functions
 
 
 class Kind(Enum):
@@ -130,6 +130,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(395, "array_to_string", "anyarray, text", "text", "array_join({0}, {1})"),
     F(2092, "array_upper", "anyarray, integer", "integer", "if({1} = 1 and size({0}) > 0, size({0}), null)"),
     F(1620, "ascii", "text", "integer", "ascii({0})"),
+    F(872, "initcap", "text", "text", pg_functions.INITCAP),
     F(1602, "atan", "double precision", "double precision", "atan({0})"),
     F(1603, "atan2", "double precision, double precision", "double precision", "atan2({0}, {1})"),
     A(2100, "avg", "bigint", "numeric", "avg({0})"),
@@ -154,8 +155,9 @@ FUNCTIONS: tuple[Function, ...] = (
     F(1367, "character_length", "character", "integer", "length({0})"),
     F(1369, "character_length", "text", "integer", "length({0})"),
     S(1216, "col_description", "oid, integer", "text", "cast(null as string)"),
-    F(3058, "concat", "\"any\"", "text", "concat(coalesce({0}, ''))", variadic=True),
-    F(3059, "concat_ws", "text, \"any\"", "text", "concat_ws({0}, {1})", variadic=True),
+    # concat/concat_ws: as written for a number (made text first); a boolean becomes t/f
+    F(3058, "concat", "\"any\"", "text", "concat(coalesce(cast({0} as string), ''))", variadic=True),
+    F(3059, "concat_ws", "text, \"any\"", "text", "concat_ws({0}, cast({1} as string))", variadic=True),
     F(1605, "cos", "double precision", "double precision", "cos({0})"),
     F(2463, "cosh", "double precision", "double precision", "cosh({0})"),
     A(2147, "count", "\"any\"", "bigint", "count({0})"),
@@ -309,6 +311,7 @@ FUNCTIONS: tuple[Function, ...] = (
     S(1215, "obj_description", "oid, name", "text", "cast(null as string)"),
     S(1348, "obj_description", "oid", "text", "cast(null as string)"),
     F(1374, "octet_length", "text", "integer", "octet_length({0})"),
+    F(1375, "octet_length", "character", "integer", "octet_length({0})"),  # counts the padding
     W(3103, "percent_rank", "", "double precision", "percent_rank()"),
     S(2026, "pg_backend_pid", "", "integer", "<the session's process id>"),
     S(1264, "pg_char_to_encoding", "name", "integer", "6"),
@@ -422,7 +425,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(883, "substr", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
     F(936, "substring", "text, integer, integer", "text", "rewrite"),
     F(937, "substring", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
-    A(2107, "sum", "bigint", "numeric", "sum({0})"),
+    A(2107, "sum", "bigint", "numeric", "sum(cast({0} as decimal(38, 0)))"),  # widened: no overflow
     A(2108, "sum", "integer", "bigint", "sum({0})"),
     A(2109, "sum", "smallint", "bigint", "sum({0})"),
     A(2110, "sum", "real", "real", "sum({0})"),
@@ -509,6 +512,7 @@ _INTERNAL_SPARK = frozenset((
     "count", "sum", "array_join", "bround", "log10", "sqrt", "ln", "power", "isnan", "shiftright",
     "shiftleft", "upper", "posexplode", "forall", "array_repeat", "filter", "array_remove", "unhex", "weekday", "unix_micros", "datediff", "log", "decimal",
     "split",  # an int2vector (pg_index.indoption) subscripted: planner.pg_compat
+    "chr", "translate", "typeof",  # array::text: planner.pg_functions.array_text_template
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

@@ -904,8 +904,10 @@ def _array_agg(node: exp.ArrayAgg) -> exp.Expression:
         comparator = _lambda(["l", "r"], f"CASE {' '.join(steps)} ELSE 0 END")
         collected = exp.Anonymous(this="array_sort", expressions=[collected, comparator])
     values = exp.Anonymous(this="transform", expressions=[collected, _lambda(["e"], "e.v")])
-    return exp.If(this=exp.EQ(this=exp.ArraySize(this=values.copy()), expression=exp.Literal.number(0)),
-                  true=exp.Null(), false=values)
+    result = exp.If(this=exp.EQ(this=exp.ArraySize(this=values.copy()), expression=exp.Literal.number(0)),
+                    true=exp.Null(), false=values)
+    result.meta["pg_array"] = True  # an array, though sqlglot cannot type it (for array::text)
+    return result
 
 
 def _swap(node: exp.Expression) -> exp.Expression:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import sqlglot
 from sqlglot import exp
 
 ERROR_PREFIX = "sparkwire:"
@@ -206,7 +207,31 @@ def _array_remove(node: exp.ArrayRemove) -> exp.Expression:
                                 true=_fn("filter", array, not_null))], default=_fn("array_remove", array, element))
 
 
+# initcap: PostgreSQL capitalizes the first letter of each run of letters and digits
+# (anything else separates words); Spark only after white space. A letter is a character
+# whose upper and lower case differ.
+INITCAP = ("element_at(transform(array({0}), sw_s -> array_join(transform(split(sw_s, ''), (c, i) -> "
+           "case when i > 0 and (upper(substring(sw_s, i, 1)) <> lower(substring(sw_s, i, 1)) "
+           "or substring(sw_s, i, 1) between '0' and '9') then lower(c) else upper(c) end), '')), 1)")
+
+
+def _initcap(node: exp.Initcap) -> exp.Expression:
+    tree = sqlglot.parse_one(INITCAP.replace("{0}", "__a0"), read="spark")
+    arg = node.this
+    return tree.transform(lambda n: arg.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)
+
+
+# bytea as text is its hex form, \x and two lower-case digits a byte (Spark would decode it).
+BYTEA_TEXT = "concat(chr(92), 'x', lower(hex({0})))"
+
+
+def _bytea_text(cast: exp.Cast) -> exp.Expression:
+    return exp.Cast(this=_fn("concat", _fn("chr", exp.Literal.number(92)), exp.Literal.string("x"),
+                             exp.Lower(this=_fn("hex", cast.this))), to=cast.to.copy())
+
+
 _REWRITES: dict[type, Callable] = {
+    exp.Initcap: _initcap,
     exp.ArrayRemove: _array_remove,
     exp.Log: _log,
     exp.Ln: _ln,
@@ -282,6 +307,9 @@ def _bool_text(value: exp.Expression) -> exp.Expression:
                          exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("f"))])
 
 
+_SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # Spark prints them as PostgreSQL
+
+
 def typed(tree: exp.Expression) -> None:
     """Rewrites that need the operands' types (the tree is annotated; changed in place)."""
     for node in list(tree.walk()):
@@ -289,6 +317,9 @@ def typed(tree: exp.Expression) -> None:
             for arg in list(node.expressions):
                 if _is(arg, _T.BOOLEAN):
                     arg.replace(_bool_text(arg))
+                elif _is(arg, *_SAME_TEXT_TYPES):
+                    # Spark writes coalesce(n, '') for it: n must be text first, or '' is read as a number
+                    arg.replace(exp.Cast(this=arg.copy(), to=exp.DataType.build("STRING")))
         elif isinstance(node, exp.TimestampTrunc) and _is(node.this, _T.TIMESTAMPNTZ):
             # Spark's DATE_TRUNC gives a TIMESTAMP (with time zone) even for one without.
             node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ")))
@@ -305,6 +336,12 @@ def typed(tree: exp.Expression) -> None:
         elif isinstance(node, exp.Extract) and _is(node.expression, _T.DATE) \
                 and _unit(node) in ("hour", "minute", "second", "milliseconds", "microseconds"):
             node.replace(pg_error("0A000", f'unit "{_unit(node)}" not supported for type date'))
+        elif isinstance(node, exp.Cast) and node.to.this in (_T.TEXT, _T.VARCHAR) and (
+                _is(node.this, _T.ARRAY) or node.this.meta.get("pg_array")):
+            node.replace(_array_text(node))
+        elif isinstance(node, exp.Cast) and node.to.this in (_T.TEXT, _T.VARCHAR) \
+                and _is(node.this, _T.BINARY, _T.VARBINARY):
+            node.replace(_bytea_text(node))
         elif isinstance(node, exp.DPipe) and (_is(node.this, _T.ARRAY) or _is(node.expression, _T.ARRAY)):
             node.replace(_array_concat(node))
         elif isinstance(node, exp.Div) and _wide_decimal(node.this) and _wide_decimal(node.expression):
@@ -326,3 +363,124 @@ def _decimal_division(node: exp.Div) -> exp.Expression:
     quotient = exp.Div(this=exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE")),
                        expression=exp.Cast(this=node.expression.copy(), to=exp.DataType.build("DOUBLE")))
     return exp.Cast(this=quotient, to=exp.DataType.build("DECIMAL(38, 16)"))
+
+
+# Float arithmetic: PostgreSQL raises 22003 where a finite operation overflows to ±Infinity
+# (or, for * and /, underflows to 0); Spark returns the IEEE value. The operands are bound
+# once in a one-element transform() so that nested arithmetic does not copy them.
+_INF = "CAST('Infinity' AS DOUBLE)"
+_OVERFLOW = f"raise_error('{ERROR_PREFIX}22003:value out of range: overflow')"
+_UNDERFLOW = f"raise_error('{ERROR_PREFIX}22003:value out of range: underflow')"
+
+
+def float_arithmetic_template(op: str) -> str:
+    """The Spark template (`{0}`, `{1}`) of a float4/float8 `+ - * /` with PostgreSQL's errors."""
+    r = f"sw_f.a {op} sw_f.b"
+    overflow = f"abs({r}) = {_INF} AND abs(sw_f.a) <> {_INF}"
+    if op != "/":
+        overflow += f" AND abs(sw_f.b) <> {_INF}"
+    checks = f"WHEN {overflow} THEN {_OVERFLOW} "
+    if op == "*":
+        checks += f"WHEN {r} = 0 AND sw_f.a <> 0 AND sw_f.b <> 0 THEN {_UNDERFLOW} "
+    elif op == "/":
+        checks += f"WHEN {r} = 0 AND sw_f.a <> 0 AND abs(sw_f.b) <> {_INF} THEN {_UNDERFLOW} "
+    return (f"element_at(transform(array(named_struct('a', {{0}}, 'b', {{1}})), "
+            f"sw_f -> CASE {checks}ELSE {r} END), 1)")
+
+
+_FLOAT_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+_FLOAT_TYPES = {exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT}
+
+
+def _float_typed(e: exp.Expression) -> bool:
+    while isinstance(e, (exp.Paren, exp.Neg)):
+        e = e.this
+    return not isinstance(e, exp.Literal) and e.type is not None and e.type.this in _FLOAT_TYPES
+
+
+def mark_user_arithmetic(tree: exp.Expression) -> None:
+    """Mark the arithmetic the user wrote, before rewrites add their own (which cannot
+    overflow, and whose catalogued text must stay as it is)."""
+    for node in tree.find_all(*_FLOAT_OPS):
+        node.meta["pg_arithmetic"] = True
+
+
+def checked_float_arithmetic(node: exp.Expression) -> exp.Expression:
+    """A sqlglot-typed `a op b` of floats the user wrote, with PostgreSQL's overflow errors;
+    anything else as is."""
+    op = _FLOAT_OPS.get(type(node))
+    if op is None or not node.meta.get("pg_arithmetic") or node.type is None or node.type.this not in _FLOAT_TYPES:
+        return node
+    if not any(_float_typed(side) for side in (node.this, node.expression)):
+        return node  # sqlglot types a constant like 2.0 as DOUBLE; PostgreSQL's is numeric
+    tree = sqlglot.parse_one(float_arithmetic_template(op).replace("{0}", "__a0").replace("{1}", "__a1"),
+                             read="spark")
+    args = {"__a0": node.this, "__a1": node.expression}
+    return tree.transform(lambda n: args[n.name].copy() if isinstance(n, exp.Column) and n.name in args else n)
+
+
+# char(n): Spark's CHAR(n) in a cast is a plain string, neither padded nor compared as
+# PostgreSQL's bpchar is. PostgreSQL pads it to n, ignores trailing spaces when comparing,
+# strips them when converting to text, and LIKE sees the padded value.
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+
+
+def _is_char(e: exp.Expression) -> bool:
+    return e.type is not None and e.type.this == exp.DataType.Type.CHAR
+
+
+def _rtrim(e: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this="rtrim", expressions=[e.copy()])
+
+
+def char_semantics(tree: exp.Expression) -> None:
+    """Give a sqlglot-typed tree's char(n) values PostgreSQL's meaning (in place)."""
+    for cmp in list(tree.find_all(*_COMPARISONS)):
+        for side in (cmp.this, cmp.expression):
+            if _is_char(side):
+                side.replace(_rtrim(side))
+    for length in list(tree.find_all(exp.Length)):  # length(char(n)) does not count the padding
+        if _is_char(length.this):
+            length.this.replace(_rtrim(length.this))
+    for cast in list(tree.find_all(exp.Cast)):
+        inner = cast.this
+        if _is_char(inner) and cast.to.this in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
+            cast.set("this", _rtrim(inner))
+    for cast in reversed(list(tree.find_all(exp.Cast))):
+        if cast.to.this != exp.DataType.Type.CHAR:
+            continue
+        size = cast.to.find(exp.DataTypeParam)
+        n = int(size.name) if size is not None else 1
+        padded = exp.Anonymous(this="rpad", expressions=[
+            exp.Cast(this=cast.this.copy(), to=exp.DataType.build("STRING")), exp.Literal.number(n),
+            exp.Literal.string(" ")])
+        cast.replace(padded)
+
+
+# An array as text is PostgreSQL's array_out: {a,b,NULL}, an element quoted (" and \
+# escaped) when it is empty, NULL, or holds a brace, comma, quote, backslash or white space.
+# Spark's CAST(array AS STRING) writes [a, b, null]. Elements whose text Spark writes as
+# PostgreSQL does (told apart by Spark's typeof, so no static type is needed); others are
+# refused (0A000) rather than printed differently.
+_SAME_TEXT = "('string', 'int', 'bigint', 'smallint', 'tinyint', 'date')"
+_SPECIAL = "concat('{},\"', chr(92), ' ', chr(9), chr(10), chr(11), chr(12), chr(13))"
+_ELEMENT = ("CASE WHEN typeof(sw_e) = 'boolean' THEN substr(CAST(sw_e AS STRING), 1, 1) "
+            f"WHEN typeof(sw_e) IN {_SAME_TEXT} OR typeof(sw_e) LIKE 'decimal%' OR typeof(sw_e) LIKE 'char%' "
+            "OR typeof(sw_e) LIKE 'varchar%' THEN CAST(sw_e AS STRING) "
+            "ELSE raise_error('sparkwire:0A000:this array type cannot be cast to text yet') END")
+
+
+def array_text_template() -> str:
+    """The Spark template (`{0}` the array) of `array::text`, PostgreSQL's array_out."""
+    s = _ELEMENT
+    quoted = (f"concat('\"', replace(replace({s}, chr(92), concat(chr(92), chr(92))), '\"', "
+              f"concat(chr(92), '\"')), '\"')")
+    needs = f"{s} = '' OR upper({s}) = 'NULL' OR length(translate({s}, {_SPECIAL}, '')) < length({s})"
+    return (f"concat('{{', array_join(transform({{0}}, sw_e -> CASE WHEN sw_e IS NULL THEN 'NULL' "
+            f"WHEN {needs} THEN {quoted} ELSE {s} END), ','), '}}')")
+
+
+def _array_text(cast: exp.Cast) -> exp.Expression:
+    tree = sqlglot.parse_one(array_text_template().replace("{0}", "__a0"), read="spark")
+    arr = cast.this
+    return tree.transform(lambda n: arr.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)

@@ -19,7 +19,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from planner import jsonb_sql, pg_compat, pg_functions, spark_guard, typeof
-from planner.errors import UNDEFINED_TABLE, SqlError
+from planner.errors import DUPLICATE_ALIAS, UNDEFINED_TABLE, SqlError
 from planner.parser import sql_type, table_name
 from planner.types import SqlType
 
@@ -111,7 +111,9 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
 
 def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
              params: dict[int, exp.Expression] | None = None) -> exp.Expression:
+    _check_with_names(tree)
     tree = tree.copy()
+    pg_functions.mark_user_arithmetic(tree)
     names = _written_names(tree)
     _unqualify_columns(tree)
     tree = pg_compat.rewrite(tree)
@@ -155,6 +157,19 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
     if params:
         tree = _bind(tree, params)
     return _quote_unsafe(_name_outputs(_typed(tree, schema), names))
+
+
+def _check_with_names(tree: exp.Expression) -> None:
+    """PostgreSQL refuses one name given to two queries of the same WITH clause (Spark
+    would take either)."""
+    for with_ in tree.find_all(exp.With):
+        seen: set[str] = set()
+        for cte in with_.expressions:
+            ident = cte.args["alias"].this
+            name = ident.name if ident.quoted else ident.name.lower()  # as PostgreSQL folds it
+            if name in seen:
+                raise SqlError(DUPLICATE_ALIAS, f'WITH query name "{name}" specified more than once')
+            seen.add(name)
 
 
 def _table_oids(tree: exp.Expression, oids: dict[str, int]) -> None:
@@ -391,6 +406,17 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
             wide = exp.DataType.Type.BIGINT in (left.this, right.this)
             div.replace(exp.Cast(this=exp.IntDiv(this=div.this, expression=div.expression),
                                  to=exp.DataType.build("BIGINT" if wide else "INT")))
+    pg_functions.char_semantics(typed)
+    # sum(bigint) is numeric in PostgreSQL: it cannot overflow where Spark's bigint sum would.
+    for agg in list(typed.find_all(exp.Sum)):
+        arg = agg.this
+        if arg.type is not None and arg.type.this == exp.DataType.Type.BIGINT:
+            arg.replace(exp.Cast(this=arg.copy(), to=exp.DataType.build("DECIMAL(38,0)")))
+    # Deepest first, so an enclosing operation wraps its already checked operands.
+    for node in reversed(list(typed.find_all(exp.Add, exp.Sub, exp.Mul, exp.Div))):
+        checked = pg_functions.checked_float_arithmetic(node)
+        if checked is not node:
+            node.replace(checked)
     return typed
 
 

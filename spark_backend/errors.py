@@ -132,6 +132,21 @@ _BY_CLASS = {
     "INTERVAL_DIVIDED_BY_ZERO": lambda p: ("22012", "division by zero"),
 }
 
+# Errors Spark raises on an executor reach us wrapped ("Exception thrown in awaitResult"),
+# their class only in the cause chain's text; these are found there, by class name.
+_BY_CAUSE = {
+    "SCALAR_SUBQUERY_TOO_MANY_ROWS": ("21000", "more than one row returned by a subquery used as an expression"),
+}
+_CAUSE_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)?\]")
+
+
+def _wrapped_cause(text: str) -> tuple[str, str] | None:
+    for name in _CAUSE_CLASS.findall(text):
+        if name in _BY_CAUSE:
+            return _BY_CAUSE[name]
+    return None
+
+
 # Spark SQLSTATEs that are not PostgreSQL's, mapped to the nearest one.
 _SQLSTATE = {
     "42K09": "42804",  # DATATYPE_MISMATCH
@@ -181,8 +196,13 @@ def translate_spark_error(exc: BaseException) -> SqlError:
     if top in _BY_CLASS:
         code, message = _BY_CLASS[top](params)
         return SqlError(code, message)
+    if top in _BY_CAUSE:
+        return SqlError(*_BY_CAUSE[top])
     sqlstate = _call(exc, "getSqlState") or ""
     text = str(exc)
+    cause = _wrapped_cause(text)
+    if cause is not None:
+        return SqlError(*cause)
     if text.startswith("An error occurred while calling"):  # py4j's words, not the error's
         text = _java_message(text) or text
     message = _first_line(text) or type(exc).__name__

@@ -17,7 +17,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner import params
+from planner import params, pg_functions
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.sql import plan as p
@@ -215,10 +215,28 @@ class _Generator:
                 return _literal(_param_value(self.param_values[n], t), t)
             case p.Call(func=f, args=args):
                 _check_template(f.name, f.spark, len(args))
-                return _template(f.spark, [self.scalar(a, cols) for a in args])
+                spark_args = [self.scalar(a, cols) for a in args]
+                if f.name in _CHAR_LENGTHS and args[0].type.base.name == "character":
+                    # char(n)'s length does not count the padding (bpcharlen)
+                    spark_args[0] = exp.Anonymous(this="rtrim", expressions=[spark_args[0]])
+                return _template(f.spark, spark_args)
             case p.OpCall(op=op, args=args):
                 _check_template(op.name, op.spark, len(args))
                 return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
+            case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
+                # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant)
+                return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.Cast(arg=arg, type=t) if arg.type.base.name == "bytea" and not arg.type.is_array \
+                    and t.base.name in ("text", "character varying") and not t.is_array:
+                return _template(pg_functions.BYTEA_TEXT, [self.scalar(arg, cols)])
+            case p.Cast(arg=arg, type=t) if arg.type.is_array and not t.is_array and t.base.name in (
+                    "text", "character varying"):
+                return _template(pg_functions.array_text_template(), [self.scalar(arg, cols)])
+            case p.Cast(arg=arg, type=t) if arg.type.base.name == "character" and t.base.name in (
+                    "text", "character varying") and not t.is_array and not arg.type.is_array:
+                # char(n) to text drops the padding, as PostgreSQL's rtrim1 does
+                trimmed = exp.Anonymous(this="rtrim", expressions=[self.scalar(arg, cols)])
+                return exp.Cast(this=trimmed, to=exp.DataType.build(t.spark, dialect="spark"))
             case p.Cast(arg=arg, type=t):
                 return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(t.spark, dialect="spark"))
             case p.BoolOp(kind=p.BoolKind.NOT, args=(arg,)):
@@ -260,6 +278,9 @@ class _Generator:
         found, rest = (exp.false(), exp.true()) if s.kind is p.SubqueryKind.ALL else (exp.true(), exp.false())
         return exp.Case().when(hit, found).when(maybe, exp.Null()).else_(rest)
 
+
+
+_CHAR_LENGTHS = ("length", "char_length", "character_length")
 
 
 def _shift(e: p.Expr) -> p.Expr:
