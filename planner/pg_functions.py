@@ -439,6 +439,10 @@ def char_semantics(tree: exp.Expression) -> None:
         for side in (cmp.this, cmp.expression):
             if _is_char(side):
                 side.replace(_rtrim(side))
+    for op in list(tree.find_all(exp.DPipe)):  # || takes char(n) as text: without the padding
+        for side in (op.this, op.expression):
+            if _is_char(side):
+                side.replace(_rtrim(side))
     for length in list(tree.find_all(exp.Length)):  # length(char(n)) does not count the padding
         if _is_char(length.this):
             length.this.replace(_rtrim(length.this))

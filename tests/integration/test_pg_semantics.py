@@ -103,6 +103,7 @@ def test_sum_result_types(postgres, ours, arg, oid):
     "SELECT 'a'::char(3) = 'a'::text, 'a  '::char(3)::text, 'a  '::char(3)::varchar, 'ab'::char(3)",
     "SELECT 'x'::char, 'ab'::char(2), NULL::char(3) = 'a'::char(3), NULL::char(3) LIKE 'a', NULL::char(3)::text",
     "SELECT length('ab'::char(4)), char_length('a '::char(4)), octet_length('ab'::char(4)), length(NULL::char(2))",
+    "SELECT 'abc'::char(5) || 'd', 'x' || 'ab'::char(4) || 'y', concat('abc'::char(5), 'd')",
 ])
 def test_char_n(postgres, ours, sql):
     same_as_postgres(postgres, ours, sql)
