@@ -31,7 +31,7 @@ def index_definition(index: exp.Expression, column: exp.Expression | None,
 def constraint_definition(constraint: exp.Expression) -> exp.Expression:
     """pg_get_constraintdef(oid): `PRIMARY KEY (a)`, from sparkwire's own relation of them."""
     query = exp.select(exp.Max(this=exp.column("definition", "d"))).from_(
-        "mz_internal.mzconstraint_definitions AS d").where(
+        "mz_internal.mz_constraint_definitions AS d").where(
         exp.EQ(this=exp.column("oid", "d"), expression=constraint.copy()))
     return exp.Subquery(this=query)
 

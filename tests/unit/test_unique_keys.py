@@ -160,3 +160,20 @@ def test_bad_indexes(sql, sqlstate):
 def test_drop_index():
     stmt = parser.parse_one("DROP INDEX IF EXISTS a, public.b CASCADE").statement
     assert (stmt.names, stmt.if_exists) == (("a", "b"), True)
+
+
+def test_catalog_functions_read_relations_that_exist():
+    """pg_get_constraintdef/pg_get_indexdef become subqueries over system relations: those
+    relations must be ones the catalog has."""
+    from sqlglot import exp
+
+    from planner import catalog_defs
+    from server import system_catalog
+
+    trees = [catalog_defs.constraint_definition(exp.column("o")),
+             catalog_defs.index_definition(exp.column("o"), exp.column("n"), exp.true())]
+    for tree in trees:
+        tables = list(tree.find_all(exp.Table))
+        assert tables
+        for table in tables:
+            assert system_catalog.find(f"{table.db}.{table.name}") is not None, table.sql()
