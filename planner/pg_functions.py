@@ -451,6 +451,10 @@ def char_semantics(tree: exp.Expression) -> None:
         if _is_char(inner) and cast.to.this in (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR):
             cast.set("this", _rtrim(inner))
     for cast in reversed(list(tree.find_all(exp.Cast))):
+        size = cast.to.find(exp.DataTypeParam)
+        if cast.to.this == exp.DataType.Type.VARCHAR and size is not None:
+            cast.replace(varchar_cut(cast.this.copy(), int(size.name)))
+            continue
         if cast.to.this != exp.DataType.Type.CHAR:
             continue
         size = cast.to.find(exp.DataTypeParam)
@@ -459,6 +463,13 @@ def char_semantics(tree: exp.Expression) -> None:
             exp.Cast(this=cast.this.copy(), to=exp.DataType.build("STRING")), exp.Literal.number(n),
             exp.Literal.string(" ")])
         cast.replace(padded)
+
+
+def varchar_cut(value: exp.Expression, n: int) -> exp.Expression:
+    """An explicit cast to varchar(n): the text cut to n characters (Spark's VARCHAR(n) in a
+    cast is a plain string)."""
+    return exp.Anonymous(this="substr", expressions=[exp.Cast(this=value, to=exp.DataType.build("STRING")),
+                                                     exp.Literal.number(1), exp.Literal.number(n)])
 
 
 # An array as text is PostgreSQL's array_out: {a,b,NULL}, an element quoted (" and \

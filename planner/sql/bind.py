@@ -618,6 +618,10 @@ class Binder:
         target = _type_name(n["typeName"])
         arg = self.expr(n["arg"])
         if isinstance(arg, p.Literal) and arg.type == coerce.UNKNOWN:
+            if target.max_length is not None and not target.is_array and arg.value is not None:
+                # An explicit cast cuts the text to the length ('abcd'::char(2) is 'ab'), where
+                # the input function alone (an assignment) would refuse it with 22001.
+                arg = p.Literal(str(arg.value)[:target.max_length], arg.type)
             return _typed_literal(arg, target)
         return p.Cast(arg, target) if arg.type != target else arg
 

@@ -237,6 +237,10 @@ class _Generator:
                 # char(n) to text drops the padding, as PostgreSQL's rtrim1 does
                 trimmed = exp.Anonymous(this="rtrim", expressions=[self.scalar(arg, cols)])
                 return exp.Cast(this=trimmed, to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.Cast(arg=arg, type=t) if t.base.name == "character varying" and t.max_length is not None \
+                    and not t.is_array:
+                # An explicit cast to varchar(n) cuts the value to n characters, as PostgreSQL's does
+                return pg_functions.varchar_cut(self.scalar(arg, cols), t.max_length)
             case p.Cast(arg=arg, type=t):
                 return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(t.spark, dialect="spark"))
             case p.BoolOp(kind=p.BoolKind.NOT, args=(arg,)):

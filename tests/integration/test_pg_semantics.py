@@ -104,6 +104,8 @@ def test_sum_result_types(postgres, ours, arg, oid):
     "SELECT 'x'::char, 'ab'::char(2), NULL::char(3) = 'a'::char(3), NULL::char(3) LIKE 'a', NULL::char(3)::text",
     "SELECT length('ab'::char(4)), char_length('a '::char(4)), octet_length('ab'::char(4)), length(NULL::char(2))",
     "SELECT 'abc'::char(5) || 'd', 'x' || 'ab'::char(4) || 'y', concat('abc'::char(5), 'd')",
+    ("SELECT 'abcdefghij'::varchar(5), 'ab'::varchar(5), 12345678::varchar(3), NULL::varchar(2), "
+    "CAST('héllo wörld' AS varchar(4)), length('abcdef'::varchar(3)), 'abcd'::char(2), 'ab  '::char(2)"),
 ])
 def test_char_n(postgres, ours, sql):
     same_as_postgres(postgres, ours, sql)
