@@ -236,7 +236,7 @@ class Coordinator:
         # Every write is in its table's storage layout, so a table's writes concatenate.
         merged = {cid: pa.concat_tables(tables) for cid, tables in by_table.items()}
         try:
-            ts = await self.commit([], merged) if live else 0
+            ts = await self._commit_checked([], merged) if live else 0
         except BaseException as exc:
             for _, future in live:
                 if not future.done():
@@ -261,12 +261,9 @@ class Coordinator:
                                          "it was dropped while this statement ran")
 
     async def commit(self, ops: list[catalog_ops.CatalogOp], updates: dict[str, pa.Table]) -> int:
-        """Commit catalog changes and updates at one new timestamp. Hold `write_lock`."""
+        """Commit catalog changes and updates at one new timestamp, refused (23505) when they
+        would duplicate a key. Hold `write_lock`."""
         assert self.write_lock.locked(), "commits are sequenced by the write lock"
-        created = frozenset(op.id for op in ops if isinstance(op, catalog_ops.CreateCollection))
-        dropped = self._dropped_while_running(updates, created)
-        if dropped is not None:
-            raise dropped
         # Tables this commit creates have no rows yet; one whose indexes it changes is
         # counted by its new keys, which the rows it has must not already break.
         changed = {op.item.id: op.item for op in ops if isinstance(op, (catalog_ops.CreateItem, catalog_ops.AlterItem))}
@@ -280,6 +277,15 @@ class Coordinator:
         refused = self.unique.violations([updates], items)[0]
         if refused is not None:
             raise refused
+        return await self._commit_checked(ops, updates)
+
+    async def _commit_checked(self, ops: list[catalog_ops.CatalogOp], updates: dict[str, pa.Table]) -> int:
+        """`commit` once the keys are checked (a group commit checks each writer's own)."""
+        assert self.write_lock.locked(), "commits are sequenced by the write lock"
+        created = frozenset(op.id for op in ops if isinstance(op, catalog_ops.CreateCollection))
+        dropped = self._dropped_while_running(updates, created)
+        if dropped is not None:
+            raise dropped
         ts = self._next_ts()
         stamped = {cid: _stamp(t, ts) for cid, t in updates.items() if t.num_rows}
         loop = asyncio.get_running_loop()

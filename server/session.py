@@ -123,13 +123,10 @@ class Session:
             return "I"
         return "E" if self.txn.failed else "T"
 
-    def _context(self) -> SessionContext:
+    def context(self) -> SessionContext:
         started = self.txn.started if self.txn else _now()
         return SessionContext(self.database, self.user, VERSION_STRING,
                               started.strftime("%Y-%m-%d %H:%M:%S.%f"), self.pid, *self.endpoints)
-
-    def context(self) -> SessionContext:
-        return self._context()
 
     def begin_implicit(self) -> None:
         """A multi-statement simple query runs as one transaction, as in PostgreSQL."""
@@ -253,7 +250,7 @@ class Session:
         if bound is not None:
             return bound.names, bound.types
         nulls = {n: literal(None, t) for n, t in param_types.items()}
-        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), nulls, self.catalog)
+        spark_sql, views = self.coord.plan_query(stmt.ast, self.context(), nulls, self.catalog)
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), None,
                                         describe_only=True)
         return result.names, result.types
@@ -296,7 +293,7 @@ class Session:
             result = await self.coord.query(bound.spark_sql, bound.views, self._read_ts(stmt.as_of),
                                             self.txn.overlay() if self.txn else None, group=self.group)
             return Rows(f"SELECT {result.table.num_rows}", bound.names, bound.types, result.table)
-        spark_sql, views = self.coord.plan_query(stmt.ast, self._context(), self._bind(params, ptypes), self.catalog)
+        spark_sql, views = self.coord.plan_query(stmt.ast, self.context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
         return Rows(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
@@ -307,12 +304,12 @@ class Session:
         if self.settings.get("sql_frontend") != "postgres" or not stmt.text:
             return None
         return bound_query.plan(stmt.text, self.catalog,
-                                lambda views: self.coord.resolver(views, self._context(), self.catalog),
+                                lambda views: self.coord.resolver(views, self.context(), self.catalog),
                                 params, ptypes)
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement
-        spark_sql, views = self.coord.plan_query(inner.ast, self._context(), self._bind(params, ptypes), self.catalog)
+        spark_sql, views = self.coord.plan_query(inner.ast, self.context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(f"EXPLAIN {spark_sql}", views, self._read_ts(None),
                                         group=self.group)
         text = "\n".join(str(v) for v in result.table.column(0).to_pylist())
@@ -364,7 +361,7 @@ class Session:
     async def _insert(self, stmt: st.Insert, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "insert into")
         returning = writes.returning_columns(item, stmt.returning) if stmt.returning else None
-        ctx = self._context()
+        ctx = self.context()
         rows = writes.constant_rows(item, stmt, ctx, params, ptypes)
         if rows is not None and stmt.on_conflict is None:
             updates = writes.rows_to_updates(item, rows)
@@ -411,7 +408,7 @@ class Session:
 
     async def _table_query(self, select: exp.Expression) -> pa.Table:
         """A SELECT over the catalog as this session sees it, at the latest timestamp."""
-        spark_sql, views = self.coord.plan_query(select, self._context(), None, self.catalog)
+        spark_sql, views = self.coord.plan_query(select, self.context(), None, self.catalog)
         overlay = self.txn.overlay() if self.txn else None
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay, group=self.group)
         return result.table
@@ -433,7 +430,7 @@ class Session:
 
         async def work() -> dict[str, pa.Table]:
             nonlocal count
-            spark_sql, views = self.coord.plan_query(select, self._context(), self._bind(params, ptypes), self.catalog)
+            spark_sql, views = self.coord.plan_query(select, self.context(), self._bind(params, ptypes), self.catalog)
             overlay = self.txn.overlay() if self.txn else None
             result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay,
                                             group=self.group)
@@ -497,7 +494,7 @@ class Session:
         for col in stmt.columns:
             if col.default is not None:
                 # Fail now, not at the first INSERT, on a default that cannot be computed.
-                writes.constant_value(col.default, col.type, self._context(), {}, {}) \
+                writes.constant_value(col.default, col.type, self.context(), {}, {}) \
                     if not _needs_spark(col.default) else None
         notices = []
 
@@ -524,7 +521,7 @@ class Session:
             cols = ", ".join(f'"{c}"' for c in stmt.column_names)
             sql = f"SELECT * FROM ({sql}) AS __view({cols})"
         tree = parse_one(sql).statement.ast
-        spark_sql, views = self.coord.plan_query(tree, self._context(), catalog=self.catalog)
+        spark_sql, views = self.coord.plan_query(tree, self.context(), catalog=self.catalog)
         shape = await self.coord.query(spark_sql, views, self.coord.read_ts(), describe_only=True)
         if len(set(shape.names)) != len(shape.names):
             dup = next(n for n in shape.names if shape.names.count(n) > 1)
@@ -744,7 +741,7 @@ class Session:
             raise SqlError(FEATURE_NOT_SUPPORTED,
                            f"{flag[1]} is not enabled: the system flag {flag[0]} is off",
                            hint=f"Enable it with ALTER SYSTEM SET {flag[0]} = on.")
-        return Subscription(self.coord, stmt, self._context(), self.user, self.on_overflow,
+        return Subscription(self.coord, stmt, self.context(), self.user, self.on_overflow,
                             self.subscribe_limits)
 
     async def _start_subscription(self, stmt: ss.Subscribe) -> Subscription:
@@ -772,7 +769,7 @@ class Session:
         item = self._writable(stmt.table, "copy to")
         positions = writes.target_columns(item, stmt.columns)
         options = CopyOptions(stmt.format, stmt.delimiter, stmt.null, stmt.header, stmt.quote, stmt.escape)
-        ctx = self._context()
+        ctx = self.context()
         defaults, computed = writes.default_values(item, positions, ctx)
         if computed:
             select = parse_one(f"SELECT {', '.join(computed.values())}").statement.ast

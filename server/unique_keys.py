@@ -69,25 +69,17 @@ def _key_value(v: object) -> object:
     return v
 
 
-def keys_of(table: pa.Table, positions: tuple[int, ...]) -> list[tuple | None]:
-    """Each row's key value (None where a key column is NULL: it never conflicts)."""
+def _keys(table: pa.Table, positions: tuple[int, ...]) -> list[tuple[tuple | None, tuple]]:
+    """Each row's (key value, values as written); the key is None where a key column is NULL
+    (such a row never conflicts)."""
     columns = [table.column(physical(p)).to_pylist() for p in positions]
-    return [None if any(v is None for v in values) else tuple(_key_value(v) for v in values)
-            for values in zip(*columns)] if columns else []
+    return [(None if any(v is None for v in values) else tuple(_key_value(v) for v in values), values)
+            for values in zip(*columns)]
 
 
-class Present:
-    """The key values present: committed ones, with a transaction block's staged changes."""
-
-    def __init__(self, counts: KeyCounts, staged: list[pa.Table]) -> None:
-        self.counts = counts.counts
-        self.staged: dict[tuple, int] = {}
-        for table in staged:
-            for key, change in key_changes(table, counts.positions).items():
-                self.staged[key] = self.staged.get(key, 0) + change.net
-
-    def __contains__(self, key: tuple) -> bool:
-        return self.counts.get(key, 0) + self.staged.get(key, 0) > 0
+def keys_of(table: pa.Table, positions: tuple[int, ...]) -> list[tuple | None]:
+    """Each row's key value (None where a key column is NULL)."""
+    return [key for key, _ in _keys(table, positions)]
 
 
 @dataclass
@@ -98,18 +90,40 @@ class _Change:
 
 def key_changes(updates: pa.Table, positions: tuple[int, ...]) -> dict[tuple, _Change]:
     """Per key value (without NULLs), the net change in rows holding it."""
-    columns = [updates.column(physical(p)).to_pylist() for p in positions]
     out: dict[tuple, _Change] = {}
-    for *values, diff in zip(*columns, updates.column(DIFF).to_pylist()):
-        if any(v is None for v in values):
+    for (key, values), diff in zip(_keys(updates, positions), updates.column(DIFF).to_pylist()):
+        if key is None:
             continue
-        key = tuple(_key_value(v) for v in values)
         change = out.get(key)
         if change is None:
-            out[key] = _Change(diff, tuple(values))
+            out[key] = _Change(diff, values)
         else:
             change.net += diff
     return out
+
+
+def net_changes(tables: Iterable[pa.Table], positions: tuple[int, ...]) -> dict[tuple, int]:
+    """The net change per key value of several writes together."""
+    out: dict[tuple, int] = {}
+    for table in tables:
+        _add_nets(out, key_changes(table, positions))
+    return out
+
+
+def _add_nets(into: dict[tuple, int], changes: dict[tuple, _Change]) -> None:
+    for key, change in changes.items():
+        into[key] = into.get(key, 0) + change.net
+
+
+class Present:
+    """The key values present: committed ones, with a transaction block's staged changes."""
+
+    def __init__(self, counts: KeyCounts, staged: list[pa.Table]) -> None:
+        self.counts = counts.counts
+        self.staged = net_changes(staged, counts.positions)
+
+    def __contains__(self, key: tuple) -> bool:
+        return self.counts.get(key, 0) + self.staged.get(key, 0) > 0
 
 
 class KeyCounts:
@@ -129,14 +143,14 @@ class KeyCounts:
             else:
                 self.counts.pop(key, None)
 
-    def violation(self, changes: dict[tuple, _Change], pending: Iterable[dict[tuple, _Change]] = ()) -> SqlError | None:
-        """The error for the first key `changes` would hold twice, after `pending` changes."""
-        pending = list(pending)
+    def violation(self, changes: dict[tuple, _Change], pending: dict[tuple, int] | None = None) -> SqlError | None:
+        """The error for the first key `changes` would hold twice, after the `pending` net
+        changes of writes before it."""
+        pending = pending or {}
         for key, change in changes.items():
             if change.net <= 0:
                 continue
-            total = self.counts.get(key, 0) + change.net + sum(p[key].net for p in pending if key in p)
-            if total > 1:
+            if self.counts.get(key, 0) + pending.get(key, 0) + change.net > 1:
                 return self._error(change.values)
         return None
 
@@ -202,7 +216,7 @@ class UniqueKeys:
         """For each write in commit order, the key it would duplicate (None: it may commit),
         given the committed keys and the writes before it that may commit. `items`: the
         written tables (those created by the same commit have no counts yet: no keys)."""
-        accepted: dict[tuple[str, str], list[dict[tuple, _Change]]] = {}
+        accepted: dict[tuple[str, str], dict[tuple, int]] = {}  # net changes of the writes let through
         out: list[SqlError | None] = []
         for updates in writes:
             error, mine = None, []
@@ -212,11 +226,11 @@ class UniqueKeys:
                     continue
                 for c in self.counts(item):
                     changes = key_changes(table, c.positions)
-                    error = error or c.violation(changes, accepted.get((cid, c.key.name), ()))
+                    error = error or c.violation(changes, accepted.get((cid, c.key.name)))
                     mine.append(((cid, c.key.name), changes))
             if error is None:
                 for slot, changes in mine:
-                    accepted.setdefault(slot, []).append(changes)
+                    _add_nets(accepted.setdefault(slot, {}), changes)
             out.append(error)
         return out
 
@@ -229,8 +243,7 @@ class UniqueKeys:
     def staged_violation(self, item: Item, table: pa.Table, staged: list[pa.Table]) -> SqlError | None:
         """A transaction block's statement writing `table`, after its earlier `staged` writes."""
         for c in self.counts(item):
-            earlier = [key_changes(t, c.positions) for t in staged]
-            error = c.violation(key_changes(table, c.positions), earlier)
+            error = c.violation(key_changes(table, c.positions), net_changes(staged, c.positions))
             if error is not None:
                 return error
         return None

@@ -13,7 +13,7 @@ from planner.errors import SqlError
 from planner.table_keys import KeySpec, constraint_name, resolved_keys
 from planner.types import column_type
 from server.catalog_items import Column, Item, UniqueKey
-from server.unique_keys import KeyCounts, UniqueKeys, key_changes
+from server.unique_keys import KeyCounts, UniqueKeys, key_changes, net_changes
 from spark_backend.schema import storage_arrow_schema
 
 
@@ -119,7 +119,7 @@ def test_counts_follow_commits():
     counts.add(key_changes(_updates(item, [(1,)], -1), (0,)))
     assert counts.counts == {(2,): 1}
     assert counts.violation(key_changes(_updates(item, [(1,)]), (0,))) is None
-    staged = [key_changes(_updates(item, [(1,)]), (0,))]
+    staged = net_changes([_updates(item, [(1,)])], (0,))
     assert counts.violation(key_changes(_updates(item, [(1,)]), (0,)), staged) is not None
 
 
