@@ -369,7 +369,7 @@ FUNCTIONS: tuple[Function, ...] = (
     S(2286, "pg_total_relation_size", "regclass", "bigint", "cast(0 as bigint)"),
     S(2080, "pg_type_is_visible", "oid", "boolean", "true"),
     F(1610, "pi", "", "double precision", "pi()"),
-    F(849, "position", "text, text", "integer", "locate({0}, {1})"),
+    F(849, "position", "text, text", "integer", "locate({1}, {0})"),  # position(string, substring), as PostgreSQL catalogs it
     F(1346, "pow", "double precision, double precision", "double precision", "rewrite"),
     F(1738, "pow", "numeric, numeric", "numeric", "rewrite"),
     F(1368, "power", "double precision, double precision", "double precision", "rewrite"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.pg_functions import float_arithmetic_template as _float
+from planner.pg_functions import float_power_template
 
 
 @dataclass(frozen=True)
@@ -360,7 +361,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(2977, ">=", "uuid", "uuid", "boolean", "{0} >= {1}"),
     O(1885, ">>", "integer", "integer", "integer", "shiftright({0}, {1})"),
     O(1891, ">>", "bigint", "integer", "bigint", "shiftright({0}, {1})"),
-    O(965, "^", "double precision", "double precision", "double precision", "power({0}, {1})"),
+    O(965, "^", "double precision", "double precision", "double precision", float_power_template()),
     O(1038, "^", "numeric", "numeric", "numeric", "power({0}, {1})"),
     O(1875, "|", "smallint", "smallint", "smallint", "{0} | {1}"),
     O(1881, "|", "integer", "integer", "integer", "{0} | {1}"),

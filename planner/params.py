@@ -119,6 +119,8 @@ def literal(value: object, t: SqlType) -> exp.Expression:
         if math.isnan(value) or math.isinf(value):
             text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
             return exp.Cast(this=exp.Literal.string(text), to=spark_type)
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return exp.Cast(this=exp.Literal.string("-0"), to=spark_type)  # the number -0.0 is Spark's decimal 0
         return exp.Cast(this=exp.Literal.number(repr(value)), to=spark_type)
     if isinstance(value, decimal.Decimal):
         return exp.Cast(this=exp.Literal.string(str(value)), to=spark_type)

@@ -388,6 +388,22 @@ def float_arithmetic_template(op: str) -> str:
             f"sw_f -> CASE {checks}ELSE {r} END), 1)")
 
 
+def float_power_template() -> str:
+    """The Spark template of float8 `^` with PostgreSQL's dpow: its domain errors (2201F),
+    overflow and underflow (22003), and pow(1, NaN) = 1, where Spark's power is Java's."""
+    r = "power(sw_p.a, sw_p.b)"
+    finite = f"abs(sw_p.a) <> {_INF} AND abs(sw_p.b) <> {_INF}"
+    return ("element_at(transform(array(named_struct('a', {0}, 'b', {1})), sw_p -> CASE "
+            f"WHEN sw_p.a = 0 AND sw_p.b < 0 THEN raise_error('{ERROR_PREFIX}2201F:zero raised to a negative "
+            "power is undefined') "
+            f"WHEN sw_p.a < 0 AND sw_p.b <> rint(sw_p.b) THEN raise_error('{ERROR_PREFIX}2201F:a negative number "
+            "raised to a non-integer power yields a complex result') "
+            "WHEN sw_p.a = 1 THEN CAST(1 AS DOUBLE) "
+            f"WHEN abs({r}) = {_INF} AND {finite} THEN {_OVERFLOW} "
+            f"WHEN {r} = 0 AND sw_p.a <> 0 AND {finite} THEN {_UNDERFLOW} "
+            f"ELSE {r} END), 1)")
+
+
 _FLOAT_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
 _FLOAT_TYPES = {exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT}
 

@@ -8,7 +8,7 @@ type modifier (precision/scale of numeric, length of varchar).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from planner.errors import SqlError
@@ -91,6 +91,10 @@ class SqlType:
     base: PgType
     typmod: int = -1
     is_array: bool = False
+    # An unconstrained numeric result whose digits after the point PostgreSQL's rules fix
+    # statically (10.10 * 2 prints 20.20): printed with exactly these, where a stored
+    # unconstrained numeric prints its value's own digits. Not part of the type's identity.
+    display_scale: int | None = field(default=None, compare=False)
 
     @property
     def oid(self) -> int:
@@ -105,6 +109,12 @@ class SqlType:
         return raw >> 16, raw & 0xFFFF
 
     @property
+    def fixed_scale(self) -> int | None:
+        """The digits after the point every value of a numeric prints with, if fixed."""
+        ps = self.precision_scale
+        return ps[1] if ps is not None else self.display_scale
+
+    @property
     def max_length(self) -> int | None:
         """varchar(n)/char(n)'s n when declared."""
         if self.base.name in ("character varying", "character") and self.typmod >= 0:
@@ -114,7 +124,12 @@ class SqlType:
     @property
     def spark(self) -> str:
         ps = self.precision_scale
-        inner = f"DECIMAL({ps[0]},{ps[1]})" if ps else self.base.spark
+        if ps:
+            inner = f"DECIMAL({ps[0]},{ps[1]})"
+        elif self.display_scale is not None:
+            inner = f"DECIMAL(38,{self.display_scale})"
+        else:
+            inner = self.base.spark
         return f"ARRAY<{inner}>" if self.is_array else inner
 
     def display(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner import pg_parse
-from planner.sql import bind, coerce, spark_sql
+from planner.sql import bind, coerce, numeric_scale, spark_sql
 from planner.sql import plan as p
 from planner.translate import Resolver, TableSource
 from planner.types import SqlType
@@ -64,7 +64,8 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
         types = [declared.get(n, coerce.UNKNOWN) for n in range(1, max(declared, default=0) + 1)]
         rel = bind.Binder(_Relations(catalog, resolver_for(views)), text, types).query(node)
         cols = p.columns(rel)
-        sql = spark_sql.to_spark(rel, lambda name: name, [c.type for c in cols], param_values)
+        types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
+        sql = spark_sql.to_spark(rel, lambda name: name, types, param_values)
     except p.NotYet:
         return None
-    return BoundQuery(sql, views, [c.name for c in cols], [c.type for c in cols])
+    return BoundQuery(sql, views, [c.name for c in cols], types)

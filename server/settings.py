@@ -50,9 +50,9 @@ VARIABLES = {v.name: v for v in [
     Variable("cluster", "default", False, "The current cluster."),
     Variable("bytea_output", "hex", False, "Output format of bytea.", ("hex",)),
     Variable("max_identifier_length", "63", False, "Longest identifier.", read_only=True),
-    Variable("sql_frontend", "sqlglot", False,
-             "Which front end plans a query: sqlglot (the current one) or postgres (planner.sql: "
-             "PostgreSQL's grammar, binder and typing; queries it does not cover yet take sqlglot's).",
+    Variable("sql_frontend", "postgres", False,
+             "Which front end plans a query: postgres (planner.sql: PostgreSQL's grammar, binder "
+             "and typing; queries it does not cover yet take sqlglot's) or sqlglot (the older one).",
              ("sqlglot", "postgres")),
     Variable("client_min_messages", "notice", False, "Lowest message level sent to clients.",
              ("debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error")),

@@ -83,7 +83,7 @@ SPECIAL: dict[tuple[str, int], list[str]] = {
     ("array_to_string", 1): ["','"], ("array_to_string", 2): ["'*'"],
     ("array_length", 1): ["1", "2"], ("array_upper", 1): ["1", "2"], ("array_lower", 1): ["1", "2"],
     ("replace", 1): ["'o'", "''"], ("replace", 2): ["'0'"],
-    ("strpos", 1): ["'o'", "'zz'", "''"], ("position", 0): ["'o'", "'zz'", "''"],
+    ("strpos", 1): ["'o'", "'zz'", "''"], ("position", 1): ["'o'", "'zz'", "''"],
     ("starts_with", 1): ["'He'", "''"],
     ("ltrim", 1): ["'H'", "'hel'"], ("rtrim", 1): ["'d'", "'xy_'"], ("btrim", 1): ["'Hd'", "'hy'"],
     ("power", 1): ["2", "0.5", "0"], ("pow", 1): ["2", "0.5", "0"],
@@ -160,7 +160,7 @@ def _call_sql(f: Function, args: tuple[str, ...]) -> str:
     if f.name == "extract":
         return f"extract({args[0]} FROM {args[1]})"
     if f.name == "position":
-        return f"position({args[0]} IN {args[1]})"
+        return f"position({args[1]} IN {args[0]})"  # PostgreSQL catalogs it as position(string, substring)
     return f"{f.name}({', '.join(args)})"
 
 

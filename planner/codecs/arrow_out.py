@@ -144,15 +144,15 @@ def _float_text_chunk(t: SqlType, a: pa.Array) -> pa.Array:
 
 def _numeric_text_chunk(t: SqlType, a: pa.Array) -> pa.Array | None:
     scale = a.type.scale
-    ps = t.precision_scale
-    if ps is not None and scale != ps[1]:
-        if scale > ps[1] or a.type.precision + ps[1] - scale > 38:
+    fixed = t.fixed_scale
+    if fixed is not None and scale != fixed:
+        if scale > fixed or a.type.precision + fixed - scale > 38:
             return None
-        a = pc.cast(a, pa.decimal128(a.type.precision + ps[1] - scale, ps[1]))
+        a = pc.cast(a, pa.decimal128(a.type.precision + fixed - scale, fixed))
     res = pc.cast(a, pa.string())
     # Arrow writes small magnitudes (and zero) in scientific notation.
     sci = pc.match_substring(res, "E")
-    if ps is None and scale > 0:
+    if fixed is None and scale > 0:
         res = _strip_fraction(res)
     res = as_binary(res)
     if sci.true_count:
@@ -300,7 +300,7 @@ def _numeric_binary_chunk(t: SqlType, a: pa.Array) -> pa.Array | None:
     ps = t.precision_scale
     if not pa.types.is_decimal128(a.type) or not 0 <= scale <= 16 or (
         ps is not None and ps[1] != scale
-    ):
+    ) or t.display_scale is not None:
         return None
     n = len(a)
     raw = np.frombuffer(a.buffers()[1], dtype=np.int64, count=2 * n, offset=a.offset * 16)

@@ -143,9 +143,9 @@ def numeric_text(t: SqlType, v: Any) -> str:
         if d.is_nan():
             return "NaN"
         return "-Infinity" if d.is_signed() else "Infinity"
-    ps = t.precision_scale
-    if ps is not None:
-        s = format(d.quantize(Decimal(1).scaleb(-ps[1]), context=DEC_CTX), "f")
+    scale = t.fixed_scale
+    if scale is not None:
+        s = format(d.quantize(Decimal(1).scaleb(-scale), context=DEC_CTX), "f")
     else:
         # Spark stores an unconstrained numeric as decimal(38,10); print what
         # PostgreSQL would for the value as typed, without the padding zeros.

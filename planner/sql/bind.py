@@ -635,8 +635,9 @@ class Binder:
             raise p.NotYet("window functions are not supported yet", position=where)
         if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_within_group"):
             raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
-        overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")
-                     and f.kind is not Kind.TABLE]
+        overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")]
+        if any(f.kind is Kind.TABLE for f in overloads):
+            raise p.NotYet(f"set-returning function {name} is not supported yet", position=where)
         level = self._levels[-1] if self._levels else None
         star = bool(n.get("agg_star"))
         is_agg = any(f.kind is Kind.AGGREGATE for f in overloads)

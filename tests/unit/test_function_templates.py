@@ -46,7 +46,7 @@ def _call(f: Function) -> str:
     if f.name == "extract":
         return f"extract({args[0]} FROM {args[1]})"
     if f.name == "position":
-        return f"position({args[0]} IN {args[1]})"
+        return f"position({args[1]} IN {args[0]})"  # PostgreSQL catalogs it as position(string, substring)
     return f"{f.name}({', '.join(args)})"
 
 

@@ -1,0 +1,137 @@
+"""The display scale of unconstrained numeric results, where PostgreSQL's rules fix it.
+
+A PostgreSQL numeric value carries its own scale (digits after the point): `10.10 * 2`
+is 20.20, `1.5 + 1` is 2.5, `round(x, 3)` has three digits. Spark's decimals have one
+scale per column, and sparkwire stores an unconstrained numeric at scale 10 and prints
+it without the padding zeros. For a result computed from constants, typed columns and
+these operations the scale is the same for every row, so it is known here and the result
+is printed with it (`SqlType.display_scale`). Where it depends on the values (division,
+avg, sqrt, a stored unconstrained numeric) this gives None, and the value prints as it
+always has.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from planner.sql import plan as p
+from planner.types import SqlType
+
+# numeric_add/sub keep the larger scale, numeric_mul the sum; numeric_mod the larger.
+_LARGER = frozenset({"+", "-", "%"})
+# Functions whose numeric result has the scale of their (first) argument.
+_SAME = frozenset({"abs", "sum", "min", "max", "numeric"})
+# Functions whose result has no digits after the point (with no scale argument).
+_WHOLE = frozenset({"ceil", "ceiling", "floor", "round", "trunc", "div"})
+
+Scales = list[int | None]
+
+
+def output_scales(rel: p.Rel) -> Scales:
+    """For each output column of `rel`, its numeric display scale if fixed, else None."""
+    match rel:
+        case p.Get(columns=cols):
+            return [_declared(c.type) for c in cols]
+        case p.Constant(rows=rows, columns=cols):
+            if not rows:
+                return [None] * len(cols)
+            per_row = [[expr_scale(e, []) for e in row] for row in rows]
+            return [col[0] if len(set(col)) == 1 else None for col in zip(*per_row, strict=True)] or []
+        case p.Map(input=inner, exprs=exprs):
+            base = output_scales(inner)
+            return base + [expr_scale(e, base) for e in exprs]
+        case p.Project(input=inner, outputs=outputs):
+            base = output_scales(inner)
+            return [base[i] for i in outputs]
+        case p.Filter(input=inner) | p.Distinct(input=inner) | p.TopK(input=inner):
+            return output_scales(inner)
+        case p.Join(left=left, right=right):
+            return output_scales(left) + output_scales(right)
+        case p.Reduce(input=inner, keys=keys, aggregates=aggs):
+            base = output_scales(inner)
+            return [expr_scale(k, base) for k in keys] + [_aggregate_scale(a, base) for a in aggs]
+        case p.SetOp(left=left, right=right):
+            return [a if a == b else None
+                    for a, b in zip(output_scales(left), output_scales(right), strict=True)]
+    return [None] * len(p.columns(rel))
+
+
+def expr_scale(e: p.Expr, inputs: Scales) -> int | None:
+    """The scale every value of numeric expression `e` has, given its input columns'."""
+    match e:
+        case p.Literal(value=Decimal() as value) if value.is_finite():
+            return max(-value.as_tuple().exponent, 0)
+        case p.Literal(value=int() as value) if not isinstance(value, bool):
+            return 0
+        case p.ColRef(level=0, index=i):
+            return inputs[i] if inputs[i] is not None else _declared(e.type)
+        case p.ColRef():
+            return _declared(e.type)
+        case p.Cast(arg=arg, type=t):
+            declared = _declared(t)
+            if declared is not None:
+                return declared
+            if _is_integer(arg.type):
+                return 0
+            return expr_scale(arg, inputs) if _is_numeric(arg.type) else None
+        case p.OpCall(op=op, args=(a, b)):
+            left, right = expr_scale(a, inputs), expr_scale(b, inputs)
+            if left is None or right is None:
+                return None
+            if op.name in _LARGER:
+                return max(left, right)
+            return left + right if op.name == "*" else None
+        case p.OpCall(op=op, args=(a,)) if op.name in ("-", "+", "@"):
+            return expr_scale(a, inputs)
+        case p.Call(func=f, args=args):
+            return _call_scale(f.name, args, inputs)
+        case p.Coalesce(args=args):
+            return _same([expr_scale(a, inputs) for a in args])
+        case p.Case(whens=whens, default=default):
+            return _same([expr_scale(r, inputs) for _, r in whens] + [expr_scale(default, inputs)])
+    return None
+
+
+def with_display_scales(types: list[SqlType], scales: Scales) -> list[SqlType]:
+    """The output types, an unconstrained numeric one carrying its fixed scale."""
+    return [SqlType(t.base, t.typmod, t.is_array, s)
+            if s is not None and t.base.name == "numeric" and t.typmod < 0 and not t.is_array else t
+            for t, s in zip(types, scales, strict=True)]
+
+
+def _call_scale(name: str, args: tuple[p.Expr, ...], inputs: Scales) -> int | None:
+    if name in ("round", "trunc") and len(args) == 2:
+        digits = args[1]
+        if isinstance(digits, p.Literal) and isinstance(digits.value, int) and _is_numeric(args[0].type):
+            return max(digits.value, 0)
+        return None
+    if name in _WHOLE and _is_numeric(args[0].type if args else None):
+        return 0
+    if name in _SAME and len(args) == 1:
+        return expr_scale(args[0], inputs)
+    return None
+
+
+def _aggregate_scale(a: p.AggCall, inputs: Scales) -> int | None:
+    if a.func.name in ("sum", "min", "max") and len(a.args) == 1 and _is_numeric(a.type):
+        if _is_integer(a.args[0].type):
+            return 0
+        return expr_scale(a.args[0], inputs)
+    return None
+
+
+def _same(scales: list[int | None]) -> int | None:
+    """PostgreSQL's CASE and COALESCE pass the chosen value through with its scale."""
+    return scales[0] if scales and len(set(scales)) == 1 else None
+
+
+def _declared(t: SqlType) -> int | None:
+    return t.fixed_scale if _is_numeric(t) else None
+
+
+def _is_numeric(t: SqlType | None) -> bool:
+    return t is not None and t.base.name == "numeric" and not t.is_array
+
+
+def _is_integer(t: SqlType | None) -> bool:
+    return t is not None and t.base.name in ("smallint", "integer", "bigint") and not t.is_array
