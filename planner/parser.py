@@ -448,14 +448,27 @@ def _begin(s: Scanner) -> st.Begin:
         s.expect("transaction")
     else:
         s.accept("transaction") or s.accept("work")
-    _skip_transaction_modes(s)
-    return st.Begin()
+    return st.Begin(_isolation_level(s))
 
 
-def _skip_transaction_modes(s: Scanner) -> None:
-    # ISOLATION LEVEL / READ ONLY / READ WRITE: all transactions are serializable here.
+_ISOLATION_LEVELS = ("serializable", "strict serializable", "repeatable read", "read committed",
+                     "read uncommitted")
+
+
+def _isolation_level(s: Scanner) -> str | None:
+    """The ISOLATION LEVEL among the transaction modes, if named (READ ONLY/WRITE and
+    DEFERRABLE are accepted and have no effect). Every transaction here is serializable;
+    the level is kept only so that SHOW transaction_isolation reports what was asked."""
+    level = None
     while not s.at_end():
-        s.next()
+        if not s.accept("isolation", "level"):
+            s.next()
+            continue
+        level = next((lv for lv in _ISOLATION_LEVELS if s.accept(*lv.split())), None)
+        if level is None:
+            w = s.peek()
+            raise s.error(f'syntax error at or near "{w.raw}"' if w else "syntax error at end of input")
+    return level
 
 
 def _commit(s: Scanner) -> st.Commit:
@@ -528,7 +541,7 @@ def _set(s: Scanner) -> st.Statement:
     # setTransactionIsolation): every transaction is serializable here, whatever is asked.
     if s.accept("transaction") or s.accept("characteristics", "as", "transaction") \
             or s.accept("session", "characteristics", "as", "transaction"):
-        _skip_transaction_modes(s)
+        _isolation_level(s)  # checked; every transaction is serializable here
         return st.SetTransaction()
     if s.accept("time", "zone"):
         name = "timezone"

@@ -370,6 +370,18 @@ def _json_path_text(node: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this="get_json_object", expressions=[node.this, exp.Literal.string(json_path)])
 
 
+def _subscript(array: exp.Expression, index: exp.Expression) -> exp.Expression:
+    """`a[i]`: PostgreSQL arrays count from 1, and a subscript out of range (0 and negative
+    ones too, where Spark's element_at would count from the end or fail) is NULL. sqlglot
+    has already made a constant subscript 0-based."""
+    constant = index.this if isinstance(index, exp.Neg) else index
+    if isinstance(constant, exp.Literal) and constant.is_int:
+        index = exp.Literal.number(int(index.sql()) + 1) if isinstance(index, exp.Literal) else \
+            exp.Literal.number(1 - int(constant.this))
+    element = exp.Anonymous(this="try_element_at", expressions=[array, index])
+    return exp.If(this=exp.GTE(this=index.copy(), expression=exp.Literal.number(1)), true=element, false=exp.Null())
+
+
 def _json_extract(node: exp.JSONExtract) -> exp.Expression:
     """`x -> 'k'` / `x -> 0`: the JSON value there, as JSON text. Through Spark's variant,
     which keeps a string's quotes and a JSON null (get_json_object, what sqlglot writes,
@@ -962,10 +974,8 @@ def _swap(node: exp.Expression) -> exp.Expression:
         return _array_subquery(node)
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and catalog_defs.is_int2vector(node.this):
         return catalog_defs.int2vector_element(node.this, node.expressions[0])
-    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 \
-            and not isinstance(node.expressions[0], exp.Literal):
-        # PostgreSQL arrays count from 1, and a subscript out of range is NULL.
-        return exp.Anonymous(this="try_element_at", expressions=[node.this, node.expressions[0]])
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+        return _subscript(node.this, node.expressions[0])
     name = _func_name(node)
     if name is not None:
         replacement = _function(name, _args(node))

@@ -388,6 +388,12 @@ def float_arithmetic_template(op: str) -> str:
             f"sw_f -> CASE {checks}ELSE {r} END), 1)")
 
 
+# float8 → float4 (`{0}` the float8, `{1}` its cast): PostgreSQL's float84 raises 22003
+# where the value is out of float4's range; Spark's cast gives Infinity or 0.
+FLOAT4_NARROWING = (f"CASE WHEN abs({{1}}) = {_INF} AND abs({{0}}) <> {_INF} THEN {_OVERFLOW} "
+                    f"WHEN {{1}} = 0 AND {{0}} <> 0 THEN {_UNDERFLOW} ELSE {{1}} END")
+
+
 def float_power_template() -> str:
     """The Spark template of float8 `^` with PostgreSQL's dpow: its domain errors (2201F),
     overflow and underflow (22003), and pow(1, NaN) = 1, where Spark's power is Java's."""

@@ -126,7 +126,7 @@ class Delete(Statement):
 
 @dataclass(frozen=True)
 class Begin(Statement):
-    pass
+    isolation: str | None = None  # ISOLATION LEVEL as written (lower case), if any
 
 
 @dataclass(frozen=True)

@@ -560,6 +560,7 @@ class Session:
             self.txn = Transaction(explicit=True, started=_now())
         else:
             self.txn.explicit = True
+        self.txn.isolation = stmt.isolation
         return CommandDone("BEGIN")
 
     async def _commit(self, stmt, params, ptypes) -> Outcome:
@@ -674,7 +675,10 @@ class Session:
             rows = [(n, self.settings.values[n], v.description) for n, v in sorted(VARIABLES.items())]
             return rows_outcome(["name", "setting", "description"], rows, tag="SHOW")
         var = self.settings.variable(stmt.name)
-        return rows_outcome([var.name], [(self.settings.values[var.name],)], tag="SHOW")
+        value = self.settings.values[var.name]
+        if var.name == "transaction_isolation" and self.txn is not None and self.txn.isolation:
+            value = self.txn.isolation
+        return rows_outcome([var.name], [(value,)], tag="SHOW")
 
     async def _show_objects(self, stmt: st.ShowObjects, params, ptypes) -> Outcome:
         kind = stmt.object_type

@@ -42,6 +42,7 @@ class Transaction:
     read_ts: int | None = None
     holds_lock: bool = False
     failed: bool = False
+    isolation: str | None = None  # BEGIN ISOLATION LEVEL's, shown by SHOW transaction_isolation
     savepoints: list[Savepoint] = field(default_factory=list)  # oldest first
     notifies: list[tuple[str, str]] = field(default_factory=list)  # NOTIFY, sent at COMMIT
     # CREATE/DROP TABLE and VIEW in the block: their catalog operations, committed with its

@@ -102,7 +102,14 @@ def _cast_invalid(p: dict) -> tuple[str, str]:
     return "22P02", f'invalid input syntax for type {target}: "{_param(p, "expression").strip(chr(39))}"'
 
 
+# A cast's target as PostgreSQL names it in "<type> out of range".
+_RANGE_NAMES = {'"SMALLINT"': "smallint", '"INT"': "integer", '"BIGINT"': "bigint"}
+
+
 def _out_of_range(p: dict) -> tuple[str, str]:
+    target = _RANGE_NAMES.get(str(p.get("targetType", "")))
+    if target is not None:
+        return "22003", f"{target} out of range"
     return "22003", "value out of range" + (
         f": {_param(p, 'value')}" if "value" in p else ""
     )

@@ -35,8 +35,8 @@ def output_scales(rel: p.Rel) -> Scales:
         case p.Constant(rows=rows, columns=cols):
             if not rows:
                 return [None] * len(cols)
-            per_row = [[expr_scale(e, []) for e in row] for row in rows]
-            return [col[0] if len(set(col)) == 1 else None for col in zip(*per_row, strict=True)] or []
+            return [_same([expr_scale(e, []) for e in col if not _is_null(e)])
+                    for col in zip(*rows, strict=True)]
         case p.Map(input=inner, exprs=exprs):
             base = output_scales(inner)
             return base + [expr_scale(e, base) for e in exprs]
@@ -86,9 +86,10 @@ def expr_scale(e: p.Expr, inputs: Scales) -> int | None:
         case p.Call(func=f, args=args):
             return _call_scale(f.name, args, inputs)
         case p.Coalesce(args=args):
-            return _same([expr_scale(a, inputs) for a in args])
+            return _same([expr_scale(a, inputs) for a in args if not _is_null(a)])
         case p.Case(whens=whens, default=default):
-            return _same([expr_scale(r, inputs) for _, r in whens] + [expr_scale(default, inputs)])
+            results = [r for _, r in whens] + [default]
+            return _same([expr_scale(r, inputs) for r in results if not _is_null(r)])
     return None
 
 
@@ -123,6 +124,13 @@ def _aggregate_scale(a: p.AggCall, inputs: Scales) -> int | None:
 def _same(scales: list[int | None]) -> int | None:
     """PostgreSQL's CASE and COALESCE pass the chosen value through with its scale."""
     return scales[0] if scales and len(set(scales)) == 1 else None
+
+
+def _is_null(e: p.Expr) -> bool:
+    """A NULL constant (possibly cast): it has no digits, so it does not unsettle a scale."""
+    while isinstance(e, p.Cast):
+        e = e.arg
+    return isinstance(e, p.Literal) and e.value is None
 
 
 def _declared(t: SqlType) -> int | None:

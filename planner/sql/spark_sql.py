@@ -257,7 +257,14 @@ class _Generator:
                 # An explicit cast to varchar(n) cuts the value to n characters, as PostgreSQL's does
                 return pg_functions.varchar_cut(self.scalar(arg, cols), t.max_length)
             case p.Cast(arg=arg, type=t):
-                return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(t.spark, dialect="spark"))
+                value = self.scalar(arg, cols)
+                rounded = _rounded_for(arg.type, t)
+                if rounded is not None:
+                    value = _template(rounded, [value])
+                cast = exp.Cast(this=value, to=exp.DataType.build(t.spark, dialect="spark"))
+                if _narrows_float(arg.type, t):
+                    return _template(pg_functions.FLOAT4_NARROWING, [value, cast])
+                return cast
             case p.BoolOp(kind=p.BoolKind.NOT, args=(arg,)):
                 return exp.Not(this=exp.Paren(this=self.scalar(arg, cols)))
             case p.BoolOp(kind=kind, args=args):
@@ -300,6 +307,27 @@ class _Generator:
 
 
 _CHAR_LENGTHS = ("length", "char_length", "character_length")
+
+
+_INTEGERS = ("smallint", "integer", "bigint")
+_FLOATS = ("real", "double precision")
+
+
+def _rounded_for(source: SqlType, target: SqlType) -> str | None:
+    """PostgreSQL rounds a float or numeric cast to an integer (float8 with rint, half to
+    even; numeric half away from zero); Spark's CAST truncates."""
+    if source.is_array or target.is_array or target.base.name not in _INTEGERS:
+        return None
+    if source.base.name in _FLOATS:
+        return "rint({0})"
+    if source.base.name == "numeric":
+        return "round({0}, 0)"
+    return None
+
+
+def _narrows_float(source: SqlType, target: SqlType) -> bool:
+    return (source.base.name == "double precision" and target.base.name == "real"
+            and not source.is_array and not target.is_array)
 
 
 def _shift(e: p.Expr) -> p.Expr:

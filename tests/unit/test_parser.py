@@ -96,7 +96,13 @@ def test_session_statements():
     assert one("SHOW TABLES") == st.ShowObjects("tables")
     assert one("SHOW COLUMNS FROM t") == st.ShowColumns("t")
     assert one("DROP TABLE IF EXISTS a, b CASCADE") == st.Drop("TABLE", ("a", "b"), True, True)
-    assert isinstance(one("START TRANSACTION ISOLATION LEVEL SERIALIZABLE"), st.Begin)
+    assert one("START TRANSACTION ISOLATION LEVEL SERIALIZABLE") == st.Begin("serializable")
+    assert one("BEGIN READ ONLY, ISOLATION LEVEL REPEATABLE READ DEFERRABLE") == st.Begin("repeatable read")
+    assert one("BEGIN ISOLATION LEVEL STRICT SERIALIZABLE") == st.Begin("strict serializable")
+    assert one("BEGIN") == st.Begin(None)
+    with pytest.raises(SqlError) as err:
+        one("BEGIN ISOLATION LEVEL SOMETIMES")
+    assert err.value.sqlstate == "42601" and "SOMETIMES" in err.value.message
     assert isinstance(one("END"), st.Commit)
     assert one("ALTER SYSTEM SET enable_envelope_upsert_in_subscribe = off") == st.AlterSystem(
         "enable_envelope_upsert_in_subscribe", "off")

@@ -12,9 +12,9 @@ def test_dash_c_and_double_dash_forms_as_postgres_reads_them():
 
 
 def test_options_set_the_session_and_bad_values_are_startup_errors():
-    assert Settings({"options": "-c sql_frontend=postgres"}).get("sql_frontend") == "postgres"
+    assert Settings({"options": "-c sql_frontend=sqlglot"}).get("sql_frontend") == "sqlglot"
     bad = Settings({"options": "-c sql_frontend=spark"})
-    assert bad.get("sql_frontend") == "sqlglot"
+    assert bad.get("sql_frontend") == "postgres"  # the default stays
     assert [e.sqlstate for e in bad.startup_errors] == ["22023"]
 
 

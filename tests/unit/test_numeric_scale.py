@@ -1,0 +1,67 @@
+"""Display scales of unconstrained numeric results (planner.sql.numeric_scale), and the
+Spark SQL of the casts PostgreSQL rounds or range-checks, without Spark or sockets. The
+printed values are checked against PostgreSQL 15 in tests/slt/own/numbers.test."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import pg_parse
+from planner.codecs.text_out import numeric_text
+from planner.sql import bind, numeric_scale, spark_sql
+from planner.sql import plan as p
+from planner.types import column_type
+
+TABLES = {"n": (("fixed", ("numeric", (10, 2))), ("free", ("numeric", ())), ("i", ("integer", ())),
+               ("f", ("double precision", ())))}
+
+
+class _Catalog:
+    def relation(self, schema, name):
+        cols = TABLES.get(name)
+        return None if cols is None else bind.Relation(name, tuple(p.Column(c, column_type(*t)) for c, t in cols))
+
+
+def _scales(sql: str) -> list[int | None]:
+    return numeric_scale.output_scales(bind.Binder(_Catalog(), sql).query(pg_parse.parse_one(sql)))
+
+
+@pytest.mark.parametrize("sql, scales", [
+    # PostgreSQL: + - % keep the larger scale, * adds them, a constant has the digits written
+    ("SELECT 10.10 * 2, 10 % 3.5, 1.5 + 1, -0.0::numeric, 1e2::numeric", [2, 1, 1, 1, 0]),
+    ("SELECT round(2.567, 2), round(2.5), trunc(-2.5), ceil(2.1), abs(-3.50)", [2, 0, 0, 0, 2]),
+    ("SELECT fixed * i, fixed + free, sum(fixed), sum(i), max(fixed) + 0.1 FROM n GROUP BY i, fixed, free",
+     [2, None, 2, None, 2]),  # sum(integer) is a bigint: no scale
+    # the value decides: division, avg, a stored unconstrained numeric, a float's digits
+    ("SELECT 1.0 / 3, avg(fixed), free, f::numeric FROM n GROUP BY free, f", [None, None, None, None]),
+    # NULLs have no digits; different scales per row are the values' own
+    ("SELECT x FROM (VALUES (1.5), (NULL), (2.5)) v(x)", [1]),
+    ("SELECT x FROM (VALUES (1.5), (2.25)) v(x)", [None]),
+    ("SELECT CASE WHEN i > 0 THEN 1.50 ELSE NULL END, coalesce(NULL, 2.0) FROM n", [2, 1]),
+    ("SELECT 1.50 UNION SELECT 2.25", [2]),
+    ("SELECT 1.5 UNION SELECT 2.25", [None]),
+])
+def test_scales_follow_postgres_rules(sql, scales):
+    assert _scales(sql) == scales
+
+
+def test_a_display_scale_prints_every_digit_and_stays_out_of_the_type_identity():
+    t = column_type("numeric")
+    [scaled] = numeric_scale.with_display_scales([t], [2])
+    assert scaled == t and scaled.typmod == -1  # RowDescription still says unconstrained numeric
+    assert numeric_text(scaled, "20.2") == "20.20" and numeric_text(t, "20.20") == "20.2"
+    assert scaled.spark == "DECIMAL(38,2)"
+    assert numeric_scale.with_display_scales([column_type("integer")], [0]) == [column_type("integer")]
+
+
+def _spark(sql: str) -> str:
+    rel = bind.Binder(_Catalog(), sql).query(pg_parse.parse_one(sql))
+    return spark_sql.to_spark(rel, lambda name: name)
+
+
+def test_casts_to_integers_round_as_postgres_does_and_float4_is_range_checked():
+    assert "RINT(" in _spark("SELECT f::int FROM n").upper()  # float8: half to even
+    assert "ROUND(" in _spark("SELECT fixed::bigint FROM n").upper()  # numeric: half away from zero
+    assert "RINT(" not in _spark("SELECT i::bigint FROM n").upper()
+    narrowed = _spark("SELECT f::real FROM n")
+    assert "22003:value out of range: overflow" in narrowed and "underflow" in narrowed
