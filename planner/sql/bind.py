@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from decimal import Decimal
 from typing import Any, Protocol
 
-from planner import functions, operators, typeof
+from planner import functions, jsonb_calls, operators, typeof
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.functions import Kind
@@ -637,6 +637,8 @@ class Binder:
             raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
         overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")
                      and f.kind is not Kind.TABLE]
+        if not overloads and name in jsonb_calls.SET_RETURNING:
+            raise p.NotYet(f"{name} in a select list is not covered by this front end yet", position=where)
         level = self._levels[-1] if self._levels else None
         star = bool(n.get("agg_star"))
         is_agg = any(f.kind is Kind.AGGREGATE for f in overloads)
@@ -653,6 +655,9 @@ class Binder:
                 level.aggregates = collected
         else:
             args = [self.expr(a) for a in n.get("args") or ()]
+        if name in ("to_jsonb", "jsonb_agg") and len(args) == 1 and args[0].type == coerce.UNKNOWN:
+            raise SqlError("42804", "could not determine polymorphic type because input has type unknown",
+                           position=where)
         if star and not is_agg:
             raise SqlError(SYNTAX_ERROR, f"{name}(*) specified, but {name} is not an aggregate function",
                            position=where)
