@@ -117,20 +117,23 @@ def _jsonb_operand(node: exp.Expression) -> exp.Expression:
     return node
 
 
-# jsonb functions that need no argument types (those that do: planner.jsonb_typed).
-_FUNCTIONS = {"jsonb_strip_nulls": "strip_nulls", "jsonb_pretty": "pretty", "jsonb_set": "set_path",
-              "jsonb_build_object": "", "jsonb_build_array": ""}
+# jsonb functions that need no argument types (those that do: planner.jsonb_typed), by the
+# planner.jsonb_funcs operation of their one argument; and the build functions' empty calls.
+_ONE_ARGUMENT = {"jsonb_strip_nulls": "strip_nulls", "jsonb_pretty": "pretty"}
 _EMPTY = {"jsonb_build_object": "{}", "jsonb_build_array": "[]"}
+_FUNCTIONS = frozenset(_ONE_ARGUMENT) | frozenset(_EMPTY) | {"jsonb_set"}
 
 
 def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
+    """The Spark SQL of a call of one of _FUNCTIONS, or None (another number of arguments:
+    the allowlist has refused it, or planner.jsonb_typed writes it)."""
     if name in _EMPTY and not args:
         return exp.Literal.string(_EMPTY[name])
     if name == "jsonb_set" and len(args) in (3, 4):
         return jsonb_calls.call(name, [_jsonb_operand(args[0]), _text_array(args[1]), _jsonb_operand(args[2]),
                                        *args[3:]], [])
-    if len(args) == 1 and _FUNCTIONS[name] and name != "jsonb_set":
-        return jsonb_calls.udf(_FUNCTIONS[name], _jsonb_operand(args[0]))
+    if name in _ONE_ARGUMENT and len(args) == 1:
+        return jsonb_calls.udf(_ONE_ARGUMENT[name], _jsonb_operand(args[0]))
     return None
 
 
