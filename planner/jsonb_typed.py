@@ -121,6 +121,10 @@ def mark(tree: exp.Expression) -> None:
     written, typed calls marked with their arguments' type probes."""
     _from_items(tree)
     _select_lists(tree)
+    for node in tree.find_all(exp.Anonymous):
+        if _srf_name(node) is not None:  # in WHERE, GROUP BY, a join condition, ...
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"set-returning function {_srf_name(node)} is not allowed here",
+                           hint="Call it in a select list or in FROM.")
     for node in list(tree.find_all(exp.Anonymous, exp.JSONBObjectAgg)):
         if isinstance(node, exp.JSONBObjectAgg):
             name, args = "jsonb_object_agg", [node.this, node.expression]
