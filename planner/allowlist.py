@@ -106,6 +106,9 @@ def _function_call(node: Node, in_from: bool = False) -> None:
     args = node.get("args") or []
     if name == "similar_to_escape" and schema == "pg_catalog":
         raise _unsupported("SIMILAR TO", node)
+    if node.get("func_variadic") and name in ("jsonb_build_object", "jsonb_build_array"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(VARIADIC array) is not supported; list the arguments",
+                       position=_position(node))
     if schema is None or schema in _FUNCTION_SCHEMAS:
         if node.get("agg_star"):
             found = name == "count" and not args
@@ -148,6 +151,9 @@ def _operator(node: Node) -> None:
     name, schema = parts[-1], (parts[-2] if len(parts) > 1 else None)
     if name in operators.NAMES and schema in (None, "pg_catalog"):
         return
+    if name in _JSONPATH_OPERATORS and schema in (None, "pg_catalog"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"operator {name} is not supported: sparkwire has no jsonpath "
+                                              "(nor text search) type", position=_position(node))
     left, right = node.get("lexpr"), node.get("rexpr")
     shown = f"OPERATOR({schema}.{name})" if schema else name
     where = f"{_type_of(left)} {shown} {_type_of(right)}" if left is not None else f"{shown} {_type_of(right)}"
@@ -155,6 +161,10 @@ def _operator(node: Node) -> None:
                    hint="No operator matches the given name and argument types. "
                         "You might need to add explicit type casts.",
                    position=_position(node))
+
+
+# jsonb's jsonpath operators (and text search's @@), which sparkwire does not have.
+_JSONPATH_OPERATORS = frozenset(("@?", "@@"))
 
 
 # -- types ---------------------------------------------------------------------------------

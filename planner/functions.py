@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from planner import jsonb_ops, pg_functions
+from planner import jsonb_funcs, jsonb_ops, pg_functions
 
 
 class Kind(Enum):
@@ -252,6 +252,23 @@ FUNCTIONS: tuple[Function, ...] = (
     F(3968, "json_typeof", "json", "text", "rewrite"),
     F(3207, "jsonb_array_length", "jsonb", "integer", "rewrite"),
     F(3210, "jsonb_typeof", "jsonb", "text", "rewrite"),
+    # jsonb's functions (planner.jsonb_calls): Python UDFs over jsonb's text (planner.jsonb_funcs);
+    # "rewrite" where the call needs its arguments' PostgreSQL types or defaults filled in.
+    F(3787, "to_jsonb", "anyelement", "jsonb", "rewrite"),
+    F(3273, "jsonb_build_object", '"any"', "jsonb", "rewrite", variadic=True),
+    F(3274, "jsonb_build_object", "", "jsonb", "'{}'"),
+    F(3271, "jsonb_build_array", '"any"', "jsonb", "rewrite", variadic=True),
+    F(3272, "jsonb_build_array", "", "jsonb", "'[]'"),
+    A(3267, "jsonb_agg", "anyelement", "jsonb", "rewrite"),
+    A(3270, "jsonb_object_agg", '"any", "any"', "jsonb", "rewrite"),
+    T(3931, "jsonb_object_keys", "jsonb", "text", "explode(sparkwire_jsonb_object_keys({0}))"),
+    T(3219, "jsonb_array_elements", "jsonb", "jsonb", "explode(sparkwire_jsonb_array_elements({0}))"),
+    T(3465, "jsonb_array_elements_text", "jsonb", "text", "explode(sparkwire_jsonb_array_elements_text({0}))"),
+    T(3208, "jsonb_each", "jsonb", "record", "explode(sparkwire_jsonb_each({0}))"),
+    T(3932, "jsonb_each_text", "jsonb", "record", "explode(sparkwire_jsonb_each_text({0}))"),
+    F(3305, "jsonb_set", "jsonb, text[], jsonb, boolean", "jsonb", "rewrite", defaults=1),
+    F(3262, "jsonb_strip_nulls", "jsonb", "jsonb", "sparkwire_jsonb_strip_nulls({0})"),
+    F(3306, "jsonb_pretty", "jsonb", "text", "sparkwire_jsonb_pretty({0})"),
     W(3106, "lag", "anyelement", "anyelement", "lag({0})"),
     W(3107, "lag", "anyelement, integer", "anyelement", "lag({0}, 1)"),
     W(3108, "lag", "anycompatible, integer, anycompatible", "anycompatible", "lag({0}, 1, {2})"),
@@ -522,6 +539,8 @@ def _spark_names(texts: Iterable[str]) -> frozenset[str]:
     return frozenset(m.group(1) for text in texts for m in _CALLED.finditer(text.lower()))
 
 
-# The jsonb operators' UDFs, registered in every Spark session (spark_backend.jsonb_udfs).
+# The jsonb operators' and functions' UDFs, registered in every Spark session
+# (spark_backend.jsonb_udfs), and the generators a jsonb set-returning function becomes.
 SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _INTERNAL_SPARK
-                                   | frozenset(jsonb_ops.UDF_NAMES.values()))
+                                   | frozenset(jsonb_ops.UDF_NAMES.values())
+                                   | frozenset(jsonb_funcs.UDF_NAMES.values()) | {"inline"})

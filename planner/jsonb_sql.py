@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from planner import jsonb, operators
+from planner import jsonb, jsonb_calls, jsonb_typed, operators
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.types import SqlType, column_type
@@ -27,6 +27,7 @@ _NODES: dict[type, tuple[str, str]] = {
     exp.JSONBContainsAnyTopKeys: ("?|", "text[]"),
     exp.JSONBContainsAllTopKeys: ("?&", "text[]"),
     exp.JSONBExtract: ("#>", "text[]"),
+    exp.JSONBDeleteAtPath: ("#-", "text[]"),
 }
 
 
@@ -58,7 +59,10 @@ def _is_jsonb(node: exp.Expression) -> bool:
     node = node.unnest()
     if isinstance(node, exp.Cast):
         return node.to.is_type(exp.DataType.Type.JSONB)
-    return isinstance(node, (exp.JSONBExtract, exp.JSONExtract)) or (
+    if isinstance(node, exp.Anonymous) and (node.name.lower() in jsonb_typed.JSONB_RESULTS
+                                            or node.name in _MARKED or node.name == jsonb_typed.MARKER):
+        return True  # to_jsonb(...), jsonb_set(...), ...
+    return isinstance(node, (exp.JSONBExtract, exp.JSONExtract, exp.JSONBDeleteAtPath, exp.JSONBObjectAgg)) or (
         isinstance(node, (exp.DPipe, exp.Sub)) and (_is_jsonb(node.this) or _is_jsonb(node.expression)))
 
 
@@ -85,6 +89,24 @@ def mark(tree: exp.Expression) -> None:
         else:
             continue
         node.replace(exp.Anonymous(this=name, expressions=[node.this, node.expression]))
+    jsonb_typed.mark(tree)
+
+
+_INTEGERS = (exp.DataType.Type.INT, exp.DataType.Type.SMALLINT, exp.DataType.Type.TINYINT)
+
+
+def _delete_right(node: exp.Expression) -> str:
+    """Which `jsonb - x` this is, by x: an integer (a constant or a cast), a text[] (an
+    array or a cast to one), else text (PostgreSQL resolves an untyped string so)."""
+    node = node.unnest()
+    if _is_array(node):
+        return "text[]"
+    number = node.this if isinstance(node, exp.Neg) else node
+    if isinstance(number, exp.Literal) and not number.is_string and number.this.lstrip("-").isdigit():
+        return "integer"
+    if isinstance(node, exp.Cast) and node.to.this in _INTEGERS:
+        return "integer"
+    return "text"
 
 
 def _jsonb_operand(node: exp.Expression) -> exp.Expression:
@@ -95,13 +117,36 @@ def _jsonb_operand(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# jsonb functions that need no argument types (those that do: planner.jsonb_typed), by the
+# planner.jsonb_funcs operation of their one argument; and the build functions' empty calls.
+_ONE_ARGUMENT = {"jsonb_strip_nulls": "strip_nulls", "jsonb_pretty": "pretty"}
+_EMPTY = {"jsonb_build_object": "{}", "jsonb_build_array": "[]"}
+_FUNCTIONS = frozenset(_ONE_ARGUMENT) | frozenset(_EMPTY) | {"jsonb_set"}
+
+
+def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
+    """The Spark SQL of a call of one of _FUNCTIONS, or None (another number of arguments:
+    the allowlist has refused it, or planner.jsonb_typed writes it)."""
+    if name in _EMPTY and not args:
+        return exp.Literal.string(_EMPTY[name])
+    if name == "jsonb_set" and len(args) in (3, 4):
+        return jsonb_calls.call(name, [_jsonb_operand(args[0]), _text_array(args[1]), _jsonb_operand(args[2]),
+                                       *args[3:]], [])
+    if name in _ONE_ARGUMENT and len(args) == 1:
+        return jsonb_calls.udf(_ONE_ARGUMENT[name], _jsonb_operand(args[0]))
+    return None
+
+
 def rewrite(node: exp.Expression) -> exp.Expression | None:
     """The Spark SQL of a jsonb operator node, or None if `node` is not one."""
     if isinstance(node, exp.Anonymous) and node.name in _MARKED:
         name, right = _MARKED[node.name]
         left, other = node.expressions
+        right = _delete_right(other) if name == "-" else right
         other = _jsonb_operand(other) if right == "jsonb" else other
         return _call(name, right, [_jsonb_operand(left), other])
+    if isinstance(node, exp.Anonymous) and node.name.lower() in _FUNCTIONS:
+        return _function(node.name.lower(), list(node.expressions))
     found = _NODES.get(type(node))
     if found is None:
         return None
@@ -156,9 +201,12 @@ def stored_columns(tree: exp.Expression, column_types: dict[str, dict[str, SqlTy
             continue  # jsonb || text: PostgreSQL's text concatenation, as it is
         if isinstance(node, exp.DPipe) and set(kinds) <= {"jsonb", "literal"} and "jsonb" in kinds:
             node.replace(_call("||", "jsonb", [_jsonb_operand(o) for o in operands]))
+        elif isinstance(node, exp.Sub) and kinds[0] == "jsonb" and _delete_right(operands[1]) != "text":
+            node.replace(_call("-", _delete_right(operands[1]), operands))
         elif isinstance(node, exp.Sub) and kinds[0] == "jsonb" and kinds[1] in ("text", "literal"):
             node.replace(_call("-", "text", operands))
         else:
             raise SqlError(_FEATURE_NOT_SUPPORTED, f"operator {op} with a jsonb column is supported here "
                            "between jsonb and jsonb or text in a query of stored tables only "
                            "(or with SET sql_frontend = postgres)")
+    jsonb_typed.resolve(tree, column_types)

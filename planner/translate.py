@@ -435,6 +435,7 @@ _FUNCTION_NAMES = {
     exp.ExplodingGenerateSeries: "generate_series",
     exp.GenerateSeries: "generate_series",
     exp.GroupConcat: "string_agg",
+    exp.JSONBObjectAgg: "jsonb_object_agg",
     exp.TimestampTrunc: "date_trunc",
     exp.Extract: "extract",
 }

@@ -184,6 +184,10 @@ def damaged_file(exc: BaseException) -> DataCorrupted | None:
     return DataCorrupted(m.group(1), f"collections/{m.group(1)}/{m.group(2)}", why)
 
 
+# A Python worker's exception, as its traceback's last line shows it.
+_UDF_RAISED = re.compile(r"^ValueError: " + re.escape(ERROR_PREFIX) + r"([0-9A-Z]{5}):(.*)$", re.MULTILINE)
+
+
 def _java_message(text: str) -> str | None:
     """The Java exception's own message in py4j's `An error occurred while calling o47.x.` text."""
     m = re.search(r"^: [\w.$]+: (.+)$", text, re.MULTILINE)
@@ -197,6 +201,9 @@ def translate_spark_error(exc: BaseException) -> SqlError:
     damaged = damaged_file(exc)
     if damaged is not None:
         return damaged
+    raised = _UDF_RAISED.search(str(exc))
+    if raised is not None:  # a jsonb UDF's PostgreSQL error (spark_backend.jsonb_udfs)
+        return SqlError(raised.group(1), raised.group(2))
     error_class = _call(exc, "getCondition") or _call(exc, "getErrorClass") or ""
     params = _call(exc, "getMessageParameters") or {}
     top = error_class.split(".")[0]

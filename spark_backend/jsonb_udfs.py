@@ -1,18 +1,46 @@
-"""The jsonb operators' Python UDFs (`planner.jsonb_ops`), registered in a Spark session
-under the names the planner writes (`planner.jsonb_ops.UDF_NAMES`).
+"""The jsonb operators' and functions' Python UDFs (`planner.jsonb_ops`,
+`planner.jsonb_funcs`), registered in a Spark session under the names the planner writes
+(their modules' UDF_NAMES).
 
 Arrow-batched: each runs in Spark's Python workers, which import our packages as the
-Kafka decoder's do (engine.ship_code for a cluster)."""
+Kafka decoder's do (engine.ship_code for a cluster). A function's SqlError leaves the
+worker as an exception whose text is `sparkwire:<SQLSTATE>:<message>`, which
+`spark_backend.errors` turns back into the error PostgreSQL would raise."""
 
 from __future__ import annotations
 
-from planner import jsonb_ops
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from planner import jsonb_funcs, jsonb_ops
+from planner.errors import SqlError
+from planner.pg_functions import ERROR_PREFIX
 
 # operation -> Spark SQL return type
 _RETURNS = {
     "contains": "boolean", "exists": "boolean", "exists_any": "boolean", "exists_all": "boolean",
     "extract_path": "string", "delete_key": "string", "concat": "string",
 }
+_ROWS = "array<struct<key:string,value:string>>"
+_FUNC_RETURNS = {
+    "object_keys": "array<string>", "array_elements": "array<string>", "array_elements_text": "array<string>",
+    "each": _ROWS, "each_text": _ROWS, "each_record": "array<string>", "each_text_record": "array<string>",
+}
+
+
+def _carrying_sqlstate(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`f`, its SqlError raised as an exception whose text names the SQLSTATE (a Python
+    worker's exception reaches the driver as text only)."""
+
+    @functools.wraps(f)
+    def call(*args: Any) -> Any:
+        try:
+            return f(*args)
+        except SqlError as err:
+            raise ValueError(f"{ERROR_PREFIX}{err.sqlstate}:{err.message}") from None
+
+    return call
 
 
 def register(spark) -> None:
@@ -20,4 +48,7 @@ def register(spark) -> None:
     from pyspark.sql.functions import udf
 
     for op, name in jsonb_ops.UDF_NAMES.items():
-        spark.udf.register(name, udf(getattr(jsonb_ops, op), _RETURNS[op], useArrow=True))
+        spark.udf.register(name, udf(_carrying_sqlstate(getattr(jsonb_ops, op)), _RETURNS[op], useArrow=True))
+    for op, name in jsonb_funcs.UDF_NAMES.items():
+        returns = _FUNC_RETURNS.get(op, "string")
+        spark.udf.register(name, udf(_carrying_sqlstate(getattr(jsonb_funcs, op)), returns, useArrow=True))

@@ -654,6 +654,9 @@ class Binder:
                 level.aggregates = collected
         else:
             args = [self.expr(a) for a in n.get("args") or ()]
+        if name in ("to_jsonb", "jsonb_agg") and len(args) == 1 and args[0].type == coerce.UNKNOWN:
+            raise SqlError("42804", "could not determine polymorphic type because input has type unknown",
+                           position=where)
         if star and not is_agg:
             raise SqlError(SYNTAX_ERROR, f"{name}(*) specified, but {name} is not an aggregate function",
                            position=where)

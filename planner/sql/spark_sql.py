@@ -17,7 +17,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner import params, pg_functions
+from planner import jsonb_calls, params, pg_functions
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.sql import plan as p
@@ -164,6 +164,10 @@ class _Generator:
         args = [self.scalar(x, cols) for x in a.args]
         if a.func.name == "count" and not args:
             return exp.Count(this=exp.Star())
+        if a.func.name in jsonb_calls.AGGREGATES:
+            if a.distinct:
+                raise p.NotYet(f"{a.func.name}(DISTINCT ...) is not covered by this front end yet")
+            return jsonb_calls.aggregate(a.func.name, args, [x.type for x in a.args])
         _check_template(a.func.name, a.func.spark, len(args))
         call = _template(a.func.spark, args)
         if a.distinct:
@@ -228,6 +232,8 @@ class _Generator:
                 if n not in self.param_values:
                     raise SqlError("42P02", f"there is no parameter ${n}")
                 return _literal(_param_value(self.param_values[n], t), t)
+            case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
+                return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
             case p.Call(func=f, args=args):
                 _check_template(f.name, f.spark, len(args))
                 spark_args = [self.scalar(a, cols) for a in args]

@@ -14,6 +14,7 @@ import re
 
 import psycopg
 import pytest
+from psycopg.types.string import TextLoader
 
 # The shared table, SUBSCRIBE and Kafka tests and fixtures, collected and run here.
 from tests.cluster_suite import *
@@ -110,6 +111,22 @@ def test_kafka_upsert_through_connect(conn, broker):
 
 def test_kafka_backlog_read_by_the_connect_server(conn, server, broker):
     check_backlog_read_by_spark(conn, server, broker)
+
+
+def test_jsonb_functions_run_on_the_connect_server(conn):
+    """The jsonb functions' UDFs are registered in the Connect session too, and their
+    PostgreSQL errors come back with their SQLSTATE."""
+    conn.adapters.register_loader("jsonb", TextLoader)
+    conn.execute("CREATE TABLE jdocs (id int, j jsonb)")
+    conn.execute("""INSERT INTO jdocs VALUES (1, '{"b": [1, 2], "a": null}'), (2, '[3]')""")
+    assert conn.execute("SELECT jsonb_build_object('k', id, 'j', jsonb_strip_nulls(j)), jsonb_set(j, '{0}', '9') "
+                        "FROM jdocs ORDER BY id").fetchall() == [
+        ('{"j": {"b": [1, 2]}, "k": 1}', '{"0": 9, "a": null, "b": [1, 2]}'), ('{"j": [3], "k": 2}', "[9]")]
+    assert conn.execute("SELECT d.id, e.key, e.value FROM jdocs d, jsonb_each(d.j) e WHERE d.id = 1 ORDER BY 2").fetchall() == [
+        (1, "a", "null"), (1, "b", "[1, 2]")]
+    assert conn.execute("SELECT jsonb_agg(j ORDER BY id) FROM jdocs").fetchone() == ('[{"a": null, "b": [1, 2]}, [3]]',)
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="cannot delete from object using integer index"):
+        conn.execute("SELECT j - 0 FROM jdocs")
 
 
 def test_a_restarted_connect_server_gets_a_new_session(connect_server, server, conn):
