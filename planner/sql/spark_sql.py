@@ -102,11 +102,19 @@ class _Generator:
         sub = self.query(rel).subquery(alias)
         return sub, [exp.column(f"c{i}", alias) for i in range(len(p.columns(rel)))]
 
-    def _select(self, inner: p.Rel, outputs, where=None) -> exp.Select:
+    def _source(self, inner: p.Rel) -> tuple[exp.Select, list[exp.Expression]]:
+        """A SELECT reading `inner` (no select list yet), and `inner`'s columns in it. A join
+        chain is read in place, so that a WHERE over it sits beside its FROM as the user
+        wrote it: over a subquery of a 37-table join Spark's optimizer takes minutes."""
+        if isinstance(inner, p.Join):
+            return self._join_chain(inner)
         source, cols = self._from(inner)
-        q = exp.select(*(_as(e, i) for i, e in enumerate(outputs(cols))))
-        if source is not None:
-            q = q.from_(source)
+        q = exp.select()
+        return (q.from_(source) if source is not None else q), cols
+
+    def _select(self, inner: p.Rel, outputs, where=None) -> exp.Select:
+        q, cols = self._source(inner)
+        q = q.select(*(_as(e, i) for i, e in enumerate(outputs(cols))))
         if where is not None:
             q = q.where(where(cols))
         return q
@@ -118,7 +126,8 @@ class _Generator:
         values = exp.Values(expressions=[exp.Tuple(expressions=[self.scalar(e, []) for e in r]) for r in rows],
                             alias=exp.TableAlias(this=exp.to_identifier(alias),
                                                  columns=[exp.to_identifier(f"c{i}") for i in range(len(cols))]))
-        return exp.select("*").from_(values)
+        # The columns by name, not `*`: the output casts wrap each select item.
+        return exp.select(*(_as(exp.column(f"c{i}", alias), i) for i in range(len(cols)))).from_(values)
 
     def _join(self, j: p.Join) -> exp.Select:
         q, cols = self._join_chain(j)
@@ -161,6 +170,9 @@ class _Generator:
         return q.group_by(*keys) if keys else q
 
     def _aggregate(self, a: p.AggCall, cols) -> exp.Expression:
+        if a.func.name in _DOUBLE_ONLY_AGGREGATES and a.type.base.name == "numeric":
+            # Spark computes these in double precision; PostgreSQL's numeric answer has every digit
+            raise p.NotYet(f"{a.func.name} of a numeric is not covered by this front end yet")
         args = [self.scalar(x, cols) for x in a.args]
         if a.func.name == "count" and not args:
             return exp.Count(this=exp.Star())
@@ -178,11 +190,9 @@ class _Generator:
         """Project ∘ [TopK ∘] Map [∘ Filter] as one SELECT: a correlated reference then
         stays in the subquery's own select list or WHERE, where Spark accepts it."""
         inner, where = (m.input.input, m.input.predicate) if isinstance(m.input, p.Filter) else (m.input, None)
-        source, base = self._from(inner)
+        q, base = self._source(inner)
         cols = base + [self.scalar(e, base) for e in m.exprs]
-        q = exp.select(*(_as(cols[i].copy(), k) for k, i in enumerate(outputs)))
-        if source is not None:
-            q = q.from_(source)
+        q = q.select(*(_as(cols[i].copy(), k) for k, i in enumerate(outputs)))
         if where is not None:
             q = q.where(self.scalar(where, base))
         return self._order_limit(q, top, cols) if top is not None else q
@@ -315,6 +325,7 @@ class _Generator:
 _CHAR_LENGTHS = ("length", "char_length", "character_length")
 
 
+_DOUBLE_ONLY_AGGREGATES = frozenset({"var_pop", "var_samp", "variance", "stddev", "stddev_pop", "stddev_samp"})
 _INTEGERS = ("smallint", "integer", "bigint")
 _FLOATS = ("real", "double precision")
 

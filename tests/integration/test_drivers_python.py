@@ -97,7 +97,7 @@ def test_server_side_cursors_over_select_and_subscribe(server):
     with psycopg.connect(server.dsn) as conn:
         for binary in (False, True):
             with conn.cursor(name="sel", binary=binary) as cur:
-                cur.execute("SELECT a, a::text FROM py_cur WHERE a <= 5 ORDER BY a")
+                cur.execute("SELECT a, a::text FROM py_cur WHERE a <= 5 ORDER BY 1")  # `ORDER BY a` is ambiguous in PostgreSQL: two output columns are named a
                 assert cur.fetchmany(2) == [(1, "1"), (2, "2")] and cur.fetchall() == [(3, "3"), (4, "4"), (5, "5")]
             conn.commit()
         with conn.cursor(name="sub") as cur:

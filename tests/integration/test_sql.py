@@ -718,7 +718,7 @@ def test_jsonb_operators_and_functions(conn):
         [("2", "two", "object", "string", "array", "null", "boolean", "number", 3)]
     # A jsonb constant is normalised as PostgreSQL's jsonb input does: equal documents compare equal.
     assert conn.execute("""SELECT id FROM docs2 WHERE data = '{"s": "y", "a": {"b": 5}}'::jsonb""").fetchall() == [(2,)]
-    assert conn.execute("""SELECT '{"bb": 1, "a": [1, 2.50], "bb": 3}'::jsonb, '[1,2 ]'::json""").fetchone() == \
+    assert conn.execute("""SELECT '{"bb": 1, "a": [1, 2.50], "bb": 3}'::jsonb::text, '[1,2 ]'::json::text""").fetchone() == \
         ('{"a": [1, 2.50], "bb": 3}', "[1,2 ]")
     assert conn.execute("SELECT (data->>'a')::text IS NOT NULL, (data->'a'->>'b')::int * 10 FROM docs2 "
                         "ORDER BY id").fetchall() == [(True, 20), (True, 50)]

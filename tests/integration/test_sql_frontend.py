@@ -192,10 +192,10 @@ def test_prepared_statements_describe_what_execute_sends(postgres, ours, binary)
 def test_the_front_end_chosen_when_connecting(server):
     # libpq's options= (PGOPTIONS): `-c name=value`, read as PostgreSQL reads it; a name
     # that does not exist is reported with PostgreSQL's words and the session goes on.
-    with psycopg.connect(server.dsn, options="-c sql_frontend=postgres", autocommit=True) as c:
-        assert c.execute("SHOW sql_frontend").fetchone() == ("postgres",)
+    with psycopg.connect(server.dsn, options="-c sql_frontend=sqlglot", autocommit=True) as c:
+        assert c.execute("SHOW sql_frontend").fetchone() == ("sqlglot",)
     out = subprocess.run(["psql", "-X", "-At", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize",
                           "-d", "materialize", "-c", "SHOW sql_frontend"], capture_output=True, text=True,
                          timeout=60, env={**os.environ, "PGOPTIONS": "-c no_such_setting=1"}, check=True)
-    assert out.stdout.strip() == "sqlglot"
+    assert out.stdout.strip() == "postgres"  # the default
     assert 'unrecognized configuration parameter "no_such_setting"' in out.stderr
