@@ -18,6 +18,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from planner import (
     allowlist,
+    alter_syntax,
     copy_syntax,
     ctas_syntax,
     index_syntax,
@@ -436,6 +437,17 @@ def _drop(s: Scanner) -> st.Statement:
     return st.Drop(kind, tuple(names), if_exists, cascade)
 
 
+def _relation_name(schema: str | None, name: str) -> str:
+    """A relation named in PostgreSQL's parse tree (already case-folded), its schema checked."""
+    return table_name(exp.Table(this=exp.to_identifier(name, quoted=True),
+                                db=exp.to_identifier(schema, quoted=True) if schema else None))
+
+
+def _default_expression(text: str) -> exp.Expression:
+    """A DEFAULT expression, read as CREATE TABLE reads one."""
+    return _sqlglot(f"SELECT {text}").expressions[0]
+
+
 def _name_of(qualified: str) -> str:
     parts = qualified.split(".")
     return table_name(exp.Table(this=exp.to_identifier(parts[-1]),
@@ -602,6 +614,8 @@ def _alter(s: Scanner) -> st.Statement:
     swap = source_syntax.parse_alter_table(s)
     if swap is not None:
         return swap
+    if s.is_keyword("alter", "table") or s.is_keyword("alter", "view"):
+        return alter_syntax.parse_alter(s.text, _create_table, _default_expression, _relation_name)
     s.expect("alter")
     if not s.accept("system"):
         raise _unsupported(Scanner(s.text))

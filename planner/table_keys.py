@@ -45,18 +45,18 @@ def table_keys(create: Node) -> tuple[KeySpec, ...]:
         if "ColumnDef" in element:
             column = element["ColumnDef"]
             for c in column.get("constraints") or ():
-                spec = _key(c["Constraint"], (column["colname"],))
+                spec = key_spec(c["Constraint"], (column["colname"],))
                 if spec is not None:
                     keys.append(spec)
         elif "Constraint" in element:
             c = element["Constraint"]
-            spec = _key(c, tuple(names(c.get("keys"))))
+            spec = key_spec(c, tuple(names(c.get("keys"))))
             if spec is not None:
                 keys.append(spec)
     return tuple(keys)
 
 
-def _key(c: Node, columns: tuple[str, ...]) -> KeySpec | None:
+def key_spec(c: Node, columns: tuple[str, ...]) -> KeySpec | None:
     kind = c["contype"]
     if kind in _HANDLED_ELSEWHERE:
         return None

@@ -15,14 +15,20 @@ class Column:
     type: SqlType
     not_null: bool = False
     default: str | None = None  # PostgreSQL-dialect SQL of the default expression
+    # PostgreSQL's attnum, kept once ALTER TABLE dropped a column before this one (PostgreSQL
+    # never reuses one); None: the column's position + 1, as for every table never altered.
+    attnum: int | None = None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
-                "default": self.default}
+        out = {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
+               "default": self.default}
+        if self.attnum is not None:  # absent otherwise: columns are written as they always were
+            out["attnum"] = self.attnum
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> Column:
-        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"))
+        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"), d.get("attnum"))
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,13 @@ class Item:
         raise SqlError("XX000", f'table "{self.name}": {what} cannot be decoded at partition {err["partition"]} '
                                 f'offset {err["offset"]}: {err["message"]}{more}',
                        hint="A later record or tombstone for the key replaces the error.")
+
+    def attnums(self) -> list[int]:
+        """Each column's PostgreSQL attnum (gaps where ALTER TABLE dropped columns)."""
+        return [c.attnum if c.attnum is not None else i for i, c in enumerate(self.columns, start=1)]
+
+    def attnum(self, name: str) -> int:
+        return self.attnums()[self.column_names.index(name)]
 
     def column(self, name: str) -> Column | None:
         for c in self.columns:

@@ -39,6 +39,7 @@ from planner.parser import parse_one
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
+    alter_table,
     bound_query,
     copy_format,
     copy_load,
@@ -937,6 +938,7 @@ _HANDLERS: dict[type, Callable] = {
 
 _HANDLERS.update(sources.HANDLERS)
 _HANDLERS.update(indexes.HANDLERS)
+_HANDLERS.update(alter_table.HANDLERS)
 _HANDLERS.update(prepared.HANDLERS)
 _HANDLERS.update(create_table_as.HANDLERS)
 _HANDLERS.update(roles.HANDLERS)

@@ -151,7 +151,7 @@ def _all_columns(snap: Snapshot):
         for i, (name, t) in enumerate(rel.columns, start=1):
             yield rel.oid, rel.schema, rel.name, rel.kind, i, name, t, False, None
     for item in snap.relations:
-        for i, col in enumerate(item.columns, start=1):
+        for i, col in zip(item.attnums(), item.columns):
             yield (item.oid, "public", item.name, _kind(item), i, col.name, col.type, col.not_null,
                    col.default)
 

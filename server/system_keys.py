@@ -79,7 +79,7 @@ def keys(tables: list[Item]) -> Iterator[tuple[Item, UniqueKey]]:
 
 
 def attnums(table: Item, key: UniqueKey) -> list[int]:
-    return [table.column_names.index(c) + 1 for c in key.columns]
+    return [table.attnum(c) for c in key.columns]
 
 
 def pg_constraint_rows(tables: list[Item]) -> Iterator[tuple]:
@@ -94,7 +94,7 @@ def pg_index_rows(tables: list[Item]) -> Iterator[tuple]:
         n = len(ix.columns)
         options = [_option(o) for o in ix.orders]
         yield (ix.oid, ix.table.oid, n, n, ix.unique, False, ix.primary, False, True, False, True,
-               False, True, True, False, [ix.table.column_names.index(c) + 1 for c in ix.columns],
+               False, True, True, False, [ix.table.attnum(c) for c in ix.columns],
                [0] * n, [0] * n, " ".join(map(str, options)), None, None)
 
 
