@@ -25,6 +25,7 @@ from planner import pg_parse, table_keys
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node
+from planner.table_checks import CheckSpec, check_spec
 from planner.table_keys import KeySpec
 
 
@@ -59,13 +60,18 @@ class AddKey:
 
 
 @dataclass(frozen=True)
+class AddCheck:
+    check: CheckSpec
+
+
+@dataclass(frozen=True)
 class DropConstraint:
     name: str
     if_exists: bool = False
     cascade: bool = False
 
 
-Action = AddColumn | DropColumn | SetDefault | SetNotNull | AddKey | DropConstraint
+Action = AddColumn | DropColumn | SetDefault | SetNotNull | AddKey | AddCheck | DropConstraint
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,7 @@ _REFUSED = {
     "AT_GenericOptions": "OPTIONS",
 }
 _HINT = ("sparkwire's ALTER TABLE implements ADD/DROP COLUMN, ALTER COLUMN SET/DROP DEFAULT and "
-         "SET/DROP NOT NULL, ADD CONSTRAINT PRIMARY KEY/UNIQUE, DROP CONSTRAINT and RENAME.")
+         "SET/DROP NOT NULL, ADD CONSTRAINT PRIMARY KEY/UNIQUE/CHECK, DROP CONSTRAINT and RENAME.")
 _RENAMED_KINDS = {"OBJECT_TABLE": "TABLE", "OBJECT_VIEW": "VIEW"}
 
 ColumnReader = Callable[[str], st.CreateTable]  # CREATE TABLE text → its statement
@@ -166,7 +172,7 @@ def parse_alter(text: str, read_table: ColumnReader, read_expression: Expression
     objects = pglast.parse_sql(text)[0].stmt
     actions: list[Action] = []
     for raw, cmd in zip(stmt["cmds"], objects.cmds):
-        actions.extend(_action(raw["AlterTableCmd"], cmd, read_table, read_expression))
+        actions.extend(_action(raw["AlterTableCmd"], cmd, text, read_table, read_expression))
     return AlterTable(_relation(stmt["relation"], name_of), tuple(actions), bool(stmt.get("missing_ok")))
 
 
@@ -174,7 +180,7 @@ def _relation(relation: Node, name_of: NameReader) -> str:
     return name_of(relation.get("schemaname"), relation["relname"])
 
 
-def _action(cmd: Node, obj, read_table: ColumnReader, read_expression: ExpressionReader) -> list[Action]:
+def _action(cmd: Node, obj, text: str, read_table: ColumnReader, read_expression: ExpressionReader) -> list[Action]:
     subtype = cmd["subtype"]
     cascade = cmd.get("behavior") == "DROP_CASCADE"
     match subtype:
@@ -182,7 +188,7 @@ def _action(cmd: Node, obj, read_table: ColumnReader, read_expression: Expressio
             table = read_table(f"CREATE TABLE __alter ({RawStream()(obj.def_)})")
             column = table.columns[0]
             keys = [AddKey(KeySpec((column.name,), k.primary, k.name)) for k in table.keys]
-            return [AddColumn(column, bool(cmd.get("missing_ok"))), *keys]
+            return [AddColumn(column, bool(cmd.get("missing_ok"))), *keys, *(AddCheck(c) for c in table.checks)]
         case "AT_DropColumn":
             return [DropColumn(cmd["name"], bool(cmd.get("missing_ok")), cascade)]
         case "AT_ColumnDefault":
@@ -192,6 +198,8 @@ def _action(cmd: Node, obj, read_table: ColumnReader, read_expression: Expressio
             return [SetNotNull(cmd["name"], subtype == "AT_SetNotNull")]
         case "AT_AddConstraint":
             c = cmd["def"]["Constraint"]
+            if c.get("contype") == "CONSTR_CHECK":
+                return [AddCheck(check_spec(c, text, None))]
             if c.get("contype") in ("CONSTR_PRIMARY", "CONSTR_UNIQUE") and not c.get("keys"):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "ADD CONSTRAINT ... USING INDEX is not supported")
             key = table_keys.key_spec(c, tuple(pg_parse.names(c.get("keys"))))

@@ -29,10 +29,11 @@ def index_definition(index: exp.Expression, column: exp.Expression | None,
 
 
 def constraint_definition(constraint: exp.Expression) -> exp.Expression:
-    """pg_get_constraintdef(oid): `PRIMARY KEY (a)`, from sparkwire's own relation of them."""
+    """pg_get_constraintdef(oid): `PRIMARY KEY (a)`, from sparkwire's own relation of them
+    (whose column is `conoid`, not `oid`: an unqualified `oid` argument is the caller's)."""
     query = exp.select(exp.Max(this=exp.column("definition", "d"))).from_(
         "mz_internal.mz_constraint_definitions AS d").where(
-        exp.EQ(this=exp.column("oid", "d"), expression=constraint.copy()))
+        exp.EQ(this=exp.column("conoid", "d"), expression=constraint.copy()))
     return exp.Subquery(this=query)
 
 

@@ -27,6 +27,7 @@ from planner import (
     prepare_syntax,
     source_syntax,
     subscribe_syntax,
+    table_checks,
     table_keys,
 )
 from planner import statements as st
@@ -267,6 +268,7 @@ def _create_table(text: str) -> st.CreateTable:
     # Keys come from PostgreSQL's own parse tree; sqlglot's gives the columns.
     create = pg_parse.parse_one(text)
     keys = table_keys.table_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
+    checks = table_checks.table_checks(create["CreateStmt"], text) if "CreateStmt" in create else ()
     columns = []
     seen = set()
     for cd in tree.this.expressions:
@@ -287,13 +289,15 @@ def _create_table(text: str) -> st.CreateTable:
                 default = kind.this
             elif isinstance(kind, (exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint)):
                 continue  # in `keys`
+            elif isinstance(kind, exp.CheckColumnConstraint):
+                continue  # in `checks`
             else:
                 raise SqlError(FEATURE_NOT_SUPPORTED,
                                f"column constraint {c.sql('postgres')} is not supported")
         columns.append(st.ColumnDef(col, sql_type(cd.args["kind"]), not_null, default))
     if not columns:
         raise SqlError(FEATURE_NOT_SUPPORTED, "a table needs at least one column")
-    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")), keys)
+    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")), keys, checks)
 
 
 def _create_view(text: str, replace: bool) -> st.CreateView:

@@ -17,6 +17,7 @@ from sqlglot import exp
 from planner import alter_syntax as alt
 from planner import table_keys
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from server import check_constraints
 from server.catalog import Catalog
 from server.catalog_items import Column, Item, UniqueKey
 
@@ -44,6 +45,7 @@ class AlterPlan:
     dropped_views: list[Item] = field(default_factory=list)  # by DROP COLUMN ... CASCADE
     pinned_views: list[Item] = field(default_factory=list)  # `SELECT *` views kept to their columns
     notices: list[tuple[str, str]] = field(default_factory=list)
+    validate: list[str] = field(default_factory=list)  # the CHECKs added, to check against the rows
 
 
 def plan_alter(catalog: Catalog, table: Item, actions: tuple[alt.Action, ...]) -> AlterPlan:
@@ -63,6 +65,7 @@ class _Work:
         self.sources: list[int | NewColumn] = list(range(len(table.columns)))
         self.dropped_views: dict[str, Item] = {}
         self.notices: list[tuple[str, str]] = []
+        self.validate: list[str] = []  # checks added, to be checked against the rows
         self.max_attnum = max([*table.attnums(), table.details.get(MAX_ATTNUM, 0)])
 
     # -- helpers ------------------------------------------------------------------------
@@ -95,6 +98,13 @@ class _Work:
                 self._set_column(pos, dataclasses.replace(self.table.columns[pos], not_null=not_null))
             case alt.AddKey(spec):
                 self._add_key(spec)
+            case alt.AddCheck(spec):
+                own = tuple(k.name for k in self.table.keys) + tuple(c.name for c in self.table.checks)
+                (check,) = check_constraints.plan_checks(self.catalog, self.table.name, self.table.column_names,
+                                                         (spec,), own)
+                self.table = dataclasses.replace(self.table, checks=(*self.table.checks, check))
+                if spec.validate:
+                    self.validate.append(check.name)
             case alt.DropConstraint():
                 self._drop_constraint(action)
 
@@ -155,7 +165,8 @@ class _Work:
         self.table = dataclasses.replace(
             self.table, columns=self.table.columns[:pos] + self.table.columns[pos + 1:],
             keys=tuple(k for k in self.table.keys if name not in k.columns),
-            indexes=tuple(i for i in self.table.indexes if name not in i.columns))
+            indexes=tuple(i for i in self.table.indexes if name not in i.columns),
+            checks=tuple(c for c in self.table.checks if name not in c.columns))
         del self.sources[pos]
 
     def _add_key(self, spec: table_keys.KeySpec) -> None:
@@ -182,6 +193,10 @@ class _Work:
                 self._set_column(pos, dataclasses.replace(self.table.columns[pos], not_null=True))
 
     def _drop_constraint(self, action: alt.DropConstraint) -> None:
+        if any(c.name == action.name for c in self.table.checks):
+            self.table = dataclasses.replace(self.table, checks=tuple(c for c in self.table.checks
+                                                                      if c.name != action.name))
+            return
         if not any(k.name == action.name for k in self.table.keys):
             if action.if_exists:
                 self.notices.append(("NOTICE", (f'constraint "{action.name}" of relation "{self.table.name}" '
@@ -214,4 +229,5 @@ class _Work:
                         and view.sql and alt.view_has_star(view.sql)):
                     cols = ", ".join('"' + c.name.replace('"', '""') + '"' for c in view.columns)
                     pinned.append(dataclasses.replace(view, sql=f"SELECT {cols} FROM ({view.sql}) AS __view"))
-        return AlterPlan(table, self.sources, rewrite, list(self.dropped_views.values()), pinned, self.notices)
+        return AlterPlan(table, self.sources, rewrite, list(self.dropped_views.values()), pinned, self.notices,
+                         [n for n in self.validate if any(c.name == n for c in table.checks)])

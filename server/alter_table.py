@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner import alter_syntax as alt
+from planner import table_checks
 from planner.errors import (
     DUPLICATE_TABLE,
     FEATURE_NOT_SUPPORTED,
@@ -41,7 +42,7 @@ from planner.errors import (
     SqlError,
 )
 from planner.parser import parse_one
-from server import alter_checks, writes
+from server import alter_checks, check_constraints, writes
 from server.alter_plan import DUPLICATE_COLUMN, UNDEFINED_COLUMN, AlterPlan, NewColumn, plan_alter
 from server.catalog import Catalog
 from server.catalog_items import Item
@@ -58,7 +59,8 @@ _VOLATILE_CALL = re.compile(r"(?i)\b(random|clock_timestamp|timeofday|gen_random
 
 async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, ptypes) -> Outcome:
     notices: list[tuple[str, str]] = []
-    if not any(isinstance(a, (alt.AddColumn, alt.DropColumn)) for a in stmt.actions):
+    if not any(isinstance(a, (alt.AddColumn, alt.DropColumn)) or (isinstance(a, alt.AddCheck) and a.check.validate)
+               for a in stmt.actions):
         def plan(catalog: Catalog) -> list[CatalogOp]:
             table = _table(catalog, stmt.table, stmt.if_exists, notices)
             if table is None:
@@ -70,9 +72,9 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
         await session.table_ddl(plan)
         return CommandDone("ALTER TABLE", notices=notices)
 
-    first = next(a for a in stmt.actions if isinstance(a, (alt.AddColumn, alt.DropColumn)))
-    session.no_ddl_in_transaction("ALTER TABLE ... ADD COLUMN" if isinstance(first, alt.AddColumn)
-                                  else "ALTER TABLE ... DROP COLUMN")
+    first = next(a for a in stmt.actions if isinstance(a, (alt.AddColumn, alt.DropColumn, alt.AddCheck)))
+    session.no_ddl_in_transaction({alt.AddColumn: "ALTER TABLE ... ADD COLUMN", alt.DropColumn: "ALTER TABLE ... DROP "
+                                   "COLUMN", alt.AddCheck: "ALTER TABLE ... ADD CHECK"}[type(first)])
     coord = session.coord
     async with coord.write_lock:
         table = _table(coord.catalog, stmt.table, stmt.if_exists, notices)
@@ -80,15 +82,15 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
             return CommandDone("ALTER TABLE", notices=notices)
         planned = plan_alter(coord.catalog, table, stmt.actions)
         notices.extend(planned.notices)
-        if not planned.rewrite:  # every ADD/DROP skipped (IF [NOT] EXISTS)
-            ops = _ops(planned)
-            if ops:
-                await coord.commit(ops, {})
+        if not planned.rewrite:  # ADD CHECK, or every ADD/DROP skipped (IF [NOT] EXISTS)
+            await _validate_checks(coord, planned, None)
+            await coord.commit(_ops(planned), {})
             return CommandDone("ALTER TABLE", notices=notices)
         fills = {pos: await _default_value(session, planned.table, pos, source.default)
                  for pos, source in enumerate(planned.sources) if isinstance(source, NewColumn)}
         rows = _rewritten(await coord.current_rows(table), planned, fills)
         _check_rows(planned.table, table, rows)
+        await _validate_checks(coord, planned, rows)
         await coord.commit(_ops(planned), {table.id: rows})
     return CommandDone("ALTER TABLE", notices=notices)
 
@@ -176,6 +178,17 @@ def _check_rows(new: Item, old: Item, rows: pa.Table) -> None:
                 raise refused
 
 
+async def _validate_checks(coord, planned: AlterPlan, rows: pa.Table | None) -> None:
+    """23514 when the table's rows (`rows`: as rewritten; None: as stored) break a CHECK
+    the statement adds (without NOT VALID)."""
+    items = {**coord.catalog.items, planned.table.id: planned.table}
+    for check in planned.table.checks:
+        if check.name in planned.validate and await check_constraints.failing(
+                coord, planned.table, check, rows, items) is not None:
+            raise SqlError(check_constraints.CHECK_VIOLATION, f'check constraint "{check.name}" of relation '
+                                                              f'"{planned.table.name}" is violated by some row')
+
+
 # -- RENAME -------------------------------------------------------------------------------
 
 async def rename_relation(session: StatementContext, stmt: alt.RenameRelation, params, ptypes) -> Outcome:
@@ -231,7 +244,10 @@ async def rename_column(session: StatementContext, stmt: alt.RenameColumn, param
             item, columns=tuple(dataclasses.replace(c, name=stmt.new) if c.name == stmt.old else c
                                 for c in item.columns),
             keys=tuple(dataclasses.replace(k, columns=renamed(k.columns)) for k in item.keys),
-            indexes=tuple(dataclasses.replace(i, columns=renamed(i.columns)) for i in item.indexes))
+            indexes=tuple(dataclasses.replace(i, columns=renamed(i.columns)) for i in item.indexes),
+            checks=tuple(dataclasses.replace(c, columns=renamed(c.columns),
+                                             sql=table_checks.renamed_column(c.sql, stmt.old, stmt.new))
+                         if stmt.old in c.columns else c for c in item.checks))
         return [AlterItem(altered)]
 
     await session.table_ddl(plan)

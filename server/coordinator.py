@@ -29,7 +29,7 @@ from planner.parser import parse_one
 from planner.spark_guard import spark_sql
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
-from server import alter_checks, catalog_ops, system_catalog
+from server import alter_checks, catalog_ops, check_constraints, system_catalog
 from server.catalog import Catalog
 from server.catalog_items import Item
 from server.secret_store import SecretStore
@@ -231,6 +231,17 @@ class Coordinator:
                 if error is not None and not future.done():
                     future.set_exception(error)
             live = [w for w, error in zip(live, refused) if error is None]
+            checked = []
+            for updates, future in live:  # CHECK constraints: a Spark job per write to a table with one
+                try:
+                    error = await check_constraints.violation(self, updates, self.catalog.items)
+                except (SqlError, StorageError) as exc:  # that writer's failure, not the group's
+                    error = exc
+                if error is None:
+                    checked.append((updates, future))
+                elif not future.done():
+                    future.set_exception(error)
+            live = checked
         by_table: dict[str, list[pa.Table]] = {}
         for updates, _ in live:
             for cid, table in updates.items():
@@ -287,7 +298,7 @@ class Coordinator:
                                                      self.catalog.items[cid], items[cid], updates.get(cid))
                 if refused is not None:
                     raise refused
-        refused = self.unique.violations([checked], items)[0]
+        refused = self.unique.violations([checked], items)[0] or await check_constraints.violation(self, checked, items)
         if refused is not None:
             raise refused
         return await self._commit_checked(ops, updates)

@@ -678,7 +678,7 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      "started_at timestamptz, finished_at timestamptz, seconds float8"),
      lambda snap: snap.background, "v"),
     # sparkwire's own: what pg_get_constraintdef(oid) says of each constraint.
-    ("mz_internal", "mz_constraint_definitions", "oid oid, definition text",
+    ("mz_internal", "mz_constraint_definitions", "conoid oid, definition text",
      lambda snap: system_keys.constraint_definition_rows(snap.tables), "v"),
     # sparkwire's own: each index's columns, what pg_get_indexdef(oid, n, pretty) says for n > 0.
     ("mz_internal", "mz_index_columns", "indexrelid oid, position int4, name text",

@@ -10,10 +10,12 @@ import pytest
 from planner import alter_syntax as alt
 from planner.errors import SqlError
 from planner.parser import parse
+from planner.table_checks import renamed_column
 from planner.types import column_type
 from server.alter_plan import MAX_ATTNUM, NewColumn, plan_alter
 from server.catalog import Catalog
 from server.catalog_items import Column, Item, UniqueKey
+from server.check_constraints import plan_checks
 from spark_backend.schema import DIFF, TS, storage_arrow_schema
 from spark_backend.storage import Store
 
@@ -53,7 +55,7 @@ def test_an_inline_key_becomes_an_action():
 
 @pytest.mark.parametrize(("sql", "fragment"), [
     ("ALTER TABLE t ALTER COLUMN c TYPE text", "ALTER COLUMN ... TYPE"),
-    ("ALTER TABLE t ADD CHECK (c > 0)", "CHECK constraints"),
+    ("ALTER TABLE t ADD EXCLUDE USING gist (c WITH =)", "EXCLUDE constraints"),
     ("ALTER TABLE t ADD FOREIGN KEY (c) REFERENCES u (d)", "FOREIGN KEY"),
     ("ALTER TABLE t OWNER TO x", "OWNER TO"),
     ("ALTER TABLE t ADD COLUMN c int, REPLICA IDENTITY FULL", "REPLICA IDENTITY"),
@@ -156,3 +158,30 @@ def test_a_rewrite_is_one_record_and_replays_the_same(tmp_path):
     table = again.read_columns(again.collections["u1"].files, ["c0", DIFF], "u1")
     assert table.column("c0").to_pylist() == [1] and table.num_columns == 2
     again.close()
+
+
+def test_checks_read_and_named_as_postgres():
+    stmt = _stmt("CREATE TABLE t (v int CHECK (v>0), w text, CONSTRAINT short CHECK (length(w)<5), "
+                 "CHECK (v < 100 AND w <> 'x(')) ")
+    assert [(c.sql, c.columns, c.name, c.column) for c in stmt.checks] == [
+        ("v > 0", ("v",), None, "v"), ("length(w) < 5", ("w",), "short", None),
+        ("v < 100 AND w <> 'x('", ("v", "w"), None, None)]
+    catalog = Catalog()
+    named = plan_checks(catalog, "t", ["v", "w"], stmt.checks)
+    assert [c.name for c in named] == ["t_v_check", "short", "t_check"]
+    again = plan_checks(catalog, "t", ["v", "w"], (stmt.checks[0],), own=tuple(c.name for c in named))
+    assert again[0].name == "t_v_check1"  # the table's own names are taken, as in PostgreSQL
+    with pytest.raises(SqlError) as info:
+        plan_checks(catalog, "t", ["v"], (stmt.checks[1],))
+    assert info.value.sqlstate == "42703"
+
+
+def test_check_json_only_when_present():
+    catalog, table = _catalog()
+    assert "checks" not in table.to_json()
+    spec = _stmt("ALTER TABLE t ADD CONSTRAINT pos CHECK (c > 0) NOT VALID").actions[0].check
+    planned = plan_alter(catalog, table, (alt.AddCheck(spec),))
+    assert not planned.rewrite and planned.validate == []
+    assert Item.from_json(planned.table.to_json()) == planned.table
+    renamed = renamed_column(planned.table.checks[0].sql, "c", "cc")
+    assert renamed == "cc > 0"
