@@ -138,9 +138,9 @@ def index_column_rows(tables: list[Item]) -> Iterator[tuple]:
 
 def constraint_definition_rows(tables: list[Item]) -> Iterator[tuple]:
     for _table, key in keys(tables):
-        yield constraint_oid(key), constraint_definition(key)
+        yield constraint_oid(key), constraint_definition(key), constraint_definition(key)
     for _table, check in checks(tables):
-        yield check_oid(check), f"CHECK (({check.sql}))"
+        yield check_oid(check), f"CHECK (({check.sql}))", f"CHECK ({check.sql})"
 
 
 def table_constraints_rows(tables: list[Item]) -> Iterator[tuple]:

@@ -5,10 +5,13 @@ NOT VALID), dropped, renamed with their column, and shown in pg_constraint."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import psycopg
 import pytest
 
-from tests.pgserver import reference_postgres
+from tests.pgserver import PG_BIN, reference_postgres
 
 SCHEMA = [
     ("CREATE TABLE chk (v integer CHECK (v > 0), w text, CONSTRAINT w_short CHECK (length(w) < 5), "
@@ -99,3 +102,17 @@ def test_copy_and_transaction_block(pair):
     with pytest.raises(psycopg.errors.CheckViolation):
         ours.execute("COMMIT")
     assert ours.execute("SELECT count(*) FROM chk").fetchone() == (0,)
+
+
+def test_psql_describe_shows_the_checks(pair, server, postgres):
+    psql = shutil.which("psql") or f"{PG_BIN}/psql"
+
+    def describe(dsn: str) -> str:
+        out = subprocess.run([psql, dsn, "-X", "-c", r"\d chk2"], capture_output=True, text=True, timeout=120,
+                             check=False)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    ours, theirs = describe(server.dsn), describe(postgres.dsn)
+    assert ours.split("Check constraints:")[1] == theirs.split("Check constraints:")[1]
+    assert '"chk2_check" CHECK (a < b)' in ours
