@@ -29,11 +29,12 @@ def rewritten(ops: list[catalog_ops.CatalogOp]) -> frozenset[str]:
     return frozenset(op.id for op in ops if isinstance(op, catalog_ops.CreateCollection) and op.id in dropped)
 
 
-def stale_layout(updates: dict[str, pa.Table], items: dict[str, Item]) -> SqlError | None:
-    """40001 for a write whose rows are not in its table's layout any more."""
+def stale_layout(updates: dict[str, pa.Table], items: dict[str, Item], rewritten: dict[str, int]) -> SqlError | None:
+    """40001 for a write whose rows are not in its table's layout any more (only tables
+    rewritten since start can have such writes: `rewritten`)."""
     for cid, table in updates.items():
         item = items.get(cid)
-        if item is None or not table.num_rows or item.kind != "table":
+        if cid not in rewritten or item is None or not table.num_rows or item.kind != "table":
             continue
         got = [f.type for f in table.schema if f.name not in (TS, DIFF)]
         if got != [arrow_type(t) for t in item.column_types]:

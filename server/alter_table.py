@@ -19,8 +19,10 @@ its collection, each column stored by position (c0, c1, ...). Two kinds of chang
   fails as after compaction), and a SUBSCRIBE reading the table ends (its result type
   would change). A column mapping applied at read time would avoid the rewrite but would
   have to be known to every reader and writer of storage (Spark reads, compaction, key
-  counts, subscriptions, COPY, Kafka), so it was not chosen. Rewrites are refused inside
-  a transaction block (25001), as CREATE INDEX CONCURRENTLY and source DDL are.
+  counts, subscriptions, COPY, Kafka), so it was not chosen. Rewrites, and ADD CHECK (which
+  reads the rows too), are refused inside a transaction block (25001), as CREATE INDEX
+  CONCURRENTLY and source DDL are: the block's reads and writes would need the new layout
+  before its COMMIT made it.
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ _VOLATILE_CALL = re.compile(r"(?i)\b(random|clock_timestamp|timeofday|gen_random
 
 async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, ptypes) -> Outcome:
     notices: list[tuple[str, str]] = []
-    if not any(isinstance(a, (alt.AddColumn, alt.DropColumn)) or (isinstance(a, alt.AddCheck) and a.check.validate)
-               for a in stmt.actions):
+    locked = [a for a in stmt.actions if _reads_rows(a)]
+    if not locked:
         def plan(catalog: Catalog) -> list[CatalogOp]:
             table = _table(catalog, stmt.table, stmt.if_exists, notices)
             if table is None:
@@ -72,9 +74,8 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
         await session.table_ddl(plan)
         return CommandDone("ALTER TABLE", notices=notices)
 
-    first = next(a for a in stmt.actions if isinstance(a, (alt.AddColumn, alt.DropColumn, alt.AddCheck)))
     session.no_ddl_in_transaction({alt.AddColumn: "ALTER TABLE ... ADD COLUMN", alt.DropColumn: "ALTER TABLE ... DROP "
-                                   "COLUMN", alt.AddCheck: "ALTER TABLE ... ADD CHECK"}[type(first)])
+                                   "COLUMN", alt.AddCheck: "ALTER TABLE ... ADD CHECK"}[type(locked[0])])
     coord = session.coord
     async with coord.write_lock:
         table = _table(coord.catalog, stmt.table, stmt.if_exists, notices)
@@ -93,6 +94,13 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
         await _validate_checks(coord, planned, rows)
         await coord.commit(_ops(planned), {table.id: rows})
     return CommandDone("ALTER TABLE", notices=notices)
+
+
+def _reads_rows(action: alt.Action) -> bool:
+    """Whether an action reads the table's rows under the write lock (a rewrite, or a CHECK
+    checked against them), which a transaction block cannot stage."""
+    return isinstance(action, (alt.AddColumn, alt.DropColumn)) or (isinstance(action, alt.AddCheck)
+                                                                   and action.check.validate)
 
 
 def _table(catalog: Catalog, name: str, if_exists: bool, notices: list) -> Item | None:

@@ -219,7 +219,8 @@ class Coordinator:
     async def _commit_group(self, group: list[tuple[dict[str, pa.Table], asyncio.Future]]) -> None:
         live = []
         for updates, future in group:
-            dropped = self._dropped_while_running(updates) or alter_checks.stale_layout(updates, self.catalog.items)
+            dropped = (self._dropped_while_running(updates)
+                       or alter_checks.stale_layout(updates, self.catalog.items, self.rewritten))
             if dropped is None:
                 live.append((updates, future))
             elif not future.done():
@@ -311,7 +312,7 @@ class Coordinator:
         if dropped is not None:
             raise dropped
         changed = {op.item.id: op.item for op in ops if isinstance(op, (catalog_ops.CreateItem, catalog_ops.AlterItem))}
-        stale = alter_checks.stale_layout(updates, {**self.catalog.items, **changed})
+        stale = alter_checks.stale_layout(updates, {**self.catalog.items, **changed}, self.rewritten)
         if stale is not None:
             raise stale
         rewritten = alter_checks.rewritten(ops)
