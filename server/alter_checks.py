@@ -75,3 +75,22 @@ def _null_diffs(part: pa.Table, column: str) -> int:
 
 def null_values(table: str, column: str) -> SqlError:
     return SqlError(NOT_NULL_VIOLATION, f'column "{column}" of relation "{table}" contains null values')
+
+
+def nulls_written(updates: dict[str, pa.Table], items: dict[str, Item]) -> SqlError | None:
+    """23502 for a write adding a NULL to a NOT NULL column: one planned before ALTER TABLE
+    ... SET NOT NULL committed (writes check NOT NULL when planned; this is the commit's
+    look again, cheap: Arrow keeps each column's null count)."""
+    for cid, table in updates.items():
+        item = items.get(cid)
+        if item is None or item.kind != "table" or item.source_id is not None or not table.num_rows:
+            continue  # (a source's rows are its upstream's, NOT NULL included)
+        for pos, column in enumerate(item.columns):
+            name = physical(pos)
+            if not column.not_null or name not in table.column_names or not table.column(name).null_count:
+                continue
+            added = table.filter(pc.and_(pc.is_null(table.column(name)), pc.greater(table.column(DIFF), 0)))
+            if added.num_rows:
+                return SqlError(NOT_NULL_VIOLATION, f'null value in column "{column.name}" of relation "{item.name}" '
+                                                    "violates not-null constraint")
+    return None

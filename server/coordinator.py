@@ -235,7 +235,8 @@ class Coordinator:
             checked = []
             for updates, future in live:  # CHECK constraints: a Spark job per write to a table with one
                 try:
-                    error = await check_constraints.violation(self, updates, self.catalog.items)
+                    error = (alter_checks.nulls_written(updates, self.catalog.items)
+                             or await check_constraints.violation(self, updates, self.catalog.items))
                 except (SqlError, StorageError) as exc:  # that writer's failure, not the group's
                     error = exc
                 if error is None:
@@ -299,7 +300,8 @@ class Coordinator:
                                                      self.catalog.items[cid], items[cid], updates.get(cid))
                 if refused is not None:
                     raise refused
-        refused = self.unique.violations([checked], items)[0] or await check_constraints.violation(self, checked, items)
+        refused = (self.unique.violations([checked], items)[0] or alter_checks.nulls_written(checked, items)
+                   or await check_constraints.violation(self, checked, items))
         if refused is not None:
             raise refused
         return await self._commit_checked(ops, updates)

@@ -279,6 +279,15 @@ def test_concurrent_write_planned_before_a_rewrite(server, pair):
         ours.execute("COMMIT")
     theirs.execute("ALTER TABLE a1 ADD COLUMN d integer DEFAULT 1")
     same_table(pair)
+    # a NULL staged before another session's SET NOT NULL: refused at COMMIT
+    ours.execute("BEGIN")
+    ours.execute("INSERT INTO a1 (id, b) VALUES (4, NULL)")
+    with psycopg.connect(server.dsn, autocommit=True) as other:
+        other.execute("ALTER TABLE a1 ALTER COLUMN c SET NOT NULL")
+    with pytest.raises(psycopg.errors.NotNullViolation, match='null value in column "c" of relation "a1"'):
+        ours.execute("COMMIT")
+    theirs.execute("ALTER TABLE a1 ALTER COLUMN c SET NOT NULL")
+    same_table(pair)
 
 
 def test_source_fed_table(server, postgres):

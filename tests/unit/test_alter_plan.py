@@ -12,6 +12,7 @@ from planner.errors import SqlError
 from planner.parser import parse
 from planner.table_checks import renamed_column
 from planner.types import column_type
+from server import alter_checks
 from server.alter_plan import MAX_ATTNUM, NewColumn, plan_alter
 from server.catalog import Catalog
 from server.catalog_items import Column, Item, UniqueKey
@@ -185,3 +186,17 @@ def test_check_json_only_when_present():
     assert Item.from_json(planned.table.to_json()) == planned.table
     renamed = renamed_column(planned.table.checks[0].sql, "c", "cc")
     assert renamed == "cc > 0"
+
+
+def test_commit_time_checks_of_a_write():
+    _, table = _catalog()
+    strict = Item(table.id, "t", "table", (Column("a", INT, True), Column("b", TEXT)), 1)
+    write = _rows([(None, "x")], [INT, TEXT])
+    assert alter_checks.nulls_written({table.id: write}, {table.id: strict}).sqlstate == "23502"
+    retraction = write.set_column(3, DIFF, pa.array([-1], pa.int64()))
+    assert alter_checks.nulls_written({table.id: retraction}, {table.id: strict}) is None  # a DELETE of it
+    # a write in the old layout (3 columns) reaching a table rewritten to 2: refused, 40001
+    old_layout = _rows([(1, "x", 2)], [INT, TEXT, INT])
+    assert alter_checks.stale_layout({table.id: old_layout}, {table.id: strict}, {table.id: 5}).sqlstate == "40001"
+    assert alter_checks.stale_layout({table.id: old_layout}, {table.id: table}, {table.id: 5}) is None
+    assert alter_checks.stale_layout({table.id: old_layout}, {table.id: strict}, {}) is None  # never rewritten
