@@ -28,12 +28,18 @@ def index_definition(index: exp.Expression, column: exp.Expression | None,
                   "ELSE coalesce(__named, '') END", n=column, whole=whole, named=named, p=pretty)
 
 
-def constraint_definition(constraint: exp.Expression) -> exp.Expression:
-    """pg_get_constraintdef(oid): `PRIMARY KEY (a)`, from sparkwire's own relation of them."""
-    query = exp.select(exp.Max(this=exp.column("definition", "d"))).from_(
-        "mz_internal.mz_constraint_definitions AS d").where(
-        exp.EQ(this=exp.column("oid", "d"), expression=constraint.copy()))
-    return exp.Subquery(this=query)
+def constraint_definition(constraint: exp.Expression, pretty: exp.Expression | None = None) -> exp.Expression:
+    """pg_get_constraintdef(oid[, pretty]): `PRIMARY KEY (a)`, `CHECK ((v > 0))` (pretty:
+    `CHECK (v > 0)`), from sparkwire's own relation of them (whose column is `conoid`, not
+    `oid`: an unqualified `oid` argument is the caller's)."""
+    def of(column: str) -> exp.Expression:
+        return exp.Subquery(this=exp.select(exp.Max(this=exp.column(column, "d"))).from_(
+            "mz_internal.mz_constraint_definitions AS d").where(
+            exp.EQ(this=exp.column("conoid", "d"), expression=constraint.copy())))
+
+    if pretty is None:
+        return of("definition")
+    return _parse("CASE WHEN __p THEN __pretty ELSE __plain END", p=pretty, pretty=of("pretty"), plain=of("definition"))
 
 
 # pg_index.indoption is an int2vector: text on the wire ("0 3", which SQLAlchemy splits) and

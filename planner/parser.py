@@ -18,6 +18,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from planner import (
     allowlist,
+    alter_syntax,
     copy_syntax,
     ctas_syntax,
     index_syntax,
@@ -26,6 +27,7 @@ from planner import (
     prepare_syntax,
     source_syntax,
     subscribe_syntax,
+    table_checks,
     table_keys,
 )
 from planner import statements as st
@@ -266,6 +268,7 @@ def _create_table(text: str) -> st.CreateTable:
     # Keys come from PostgreSQL's own parse tree; sqlglot's gives the columns.
     create = pg_parse.parse_one(text)
     keys = table_keys.table_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
+    checks = table_checks.table_checks(create["CreateStmt"], text) if "CreateStmt" in create else ()
     columns = []
     seen = set()
     for cd in tree.this.expressions:
@@ -286,13 +289,15 @@ def _create_table(text: str) -> st.CreateTable:
                 default = kind.this
             elif isinstance(kind, (exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint)):
                 continue  # in `keys`
+            elif isinstance(kind, exp.CheckColumnConstraint):
+                continue  # in `checks`
             else:
                 raise SqlError(FEATURE_NOT_SUPPORTED,
                                f"column constraint {c.sql('postgres')} is not supported")
         columns.append(st.ColumnDef(col, sql_type(cd.args["kind"]), not_null, default))
     if not columns:
         raise SqlError(FEATURE_NOT_SUPPORTED, "a table needs at least one column")
-    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")), keys)
+    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")), keys, checks)
 
 
 def _create_view(text: str, replace: bool) -> st.CreateView:
@@ -434,6 +439,17 @@ def _drop(s: Scanner) -> st.Statement:
         s.accept("restrict")
     s.expect_end()
     return st.Drop(kind, tuple(names), if_exists, cascade)
+
+
+def _relation_name(schema: str | None, name: str) -> str:
+    """A relation named in PostgreSQL's parse tree (already case-folded), its schema checked."""
+    return table_name(exp.Table(this=exp.to_identifier(name, quoted=True),
+                                db=exp.to_identifier(schema, quoted=True) if schema else None))
+
+
+def _default_expression(text: str) -> exp.Expression:
+    """A DEFAULT expression, read as CREATE TABLE reads one."""
+    return _sqlglot(f"SELECT {text}").expressions[0]
 
 
 def _name_of(qualified: str) -> str:
@@ -615,6 +631,8 @@ def _alter(s: Scanner) -> st.Statement:
     swap = source_syntax.parse_alter_table(s)
     if swap is not None:
         return swap
+    if s.is_keyword("alter", "table") or s.is_keyword("alter", "view"):
+        return alter_syntax.parse_alter(s.text, _create_table, _default_expression, _relation_name)
     s.expect("alter")
     if not s.accept("system"):
         raise _unsupported(Scanner(s.text))

@@ -570,7 +570,7 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     if name == "pg_get_indexdef" and args:
         return catalog_defs.index_definition(args[0], args[1] if len(args) > 1 else None, args[2] if len(args) > 2 else None)
     if name == "pg_get_constraintdef" and args:
-        return catalog_defs.constraint_definition(args[0])
+        return catalog_defs.constraint_definition(args[0], args[1] if len(args) > 1 else None)
     if name == "json_build_object":
         return pg_functions.json_build_object(args)
     if name in _FUNCTION_TEXTS and len(args) == 1:

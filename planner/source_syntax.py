@@ -308,9 +308,13 @@ def parse_alter_table(s: Scanner) -> st.Statement | None:
     if not s.accept("table"):
         s.i = start
         return None
+    if s.peek() is None or s.peek().kind not in ("word", "qident"):
+        s.i = start
+        return None
     first = s.qualified_name().split(".")[-1]
     if not s.accept("swap", "with"):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER TABLE supports only ALTER TABLE a SWAP WITH b")
+        s.i = start  # any other ALTER TABLE: PostgreSQL's grammar reads it (planner.alter_syntax)
+        return None
     second = s.qualified_name().split(".")[-1]
     s.expect_end()
     return SwapTables(first, second)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from planner.table_checks import CheckSpec
 from planner.table_keys import KeySpec
 from planner.types import SqlType
 
@@ -45,6 +46,7 @@ class CreateTable(Statement):
     columns: tuple[ColumnDef, ...]
     if_not_exists: bool = False
     keys: tuple[KeySpec, ...] = ()  # PRIMARY KEY and UNIQUE, as written
+    checks: tuple[CheckSpec, ...] = ()  # CHECK constraints, as written
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Column constraints (`a int PRIMARY KEY`) and table constraints (`UNIQUE (a, b)`,
 `CONSTRAINT name PRIMARY KEY (a)`) both become a `KeySpec`. The constraints sparkwire
-does not enforce (CHECK, FOREIGN KEY, EXCLUDE, generated and identity columns) are refused
+does not enforce (FOREIGN KEY, EXCLUDE, generated and identity columns) are refused
 here, by name, rather than accepted and ignored: a schema that relies on them would
 otherwise take data PostgreSQL refuses.
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node, names
 
-# Constraint kinds another part of CREATE TABLE handles (NOT NULL, NULL, DEFAULT).
-_HANDLED_ELSEWHERE = {"CONSTR_NOTNULL", "CONSTR_NULL", "CONSTR_DEFAULT"}
+# Constraint kinds another part of CREATE TABLE handles (NOT NULL, NULL, DEFAULT; CHECK in
+# planner.table_checks).
+_HANDLED_ELSEWHERE = {"CONSTR_NOTNULL", "CONSTR_NULL", "CONSTR_DEFAULT", "CONSTR_CHECK"}
 _REFUSED = {
-    "CONSTR_CHECK": "CHECK constraints",
     "CONSTR_FOREIGN": "FOREIGN KEY constraints",
     "CONSTR_EXCLUSION": "EXCLUDE constraints",
     "CONSTR_GENERATED": "generated columns",
@@ -45,24 +45,24 @@ def table_keys(create: Node) -> tuple[KeySpec, ...]:
         if "ColumnDef" in element:
             column = element["ColumnDef"]
             for c in column.get("constraints") or ():
-                spec = _key(c["Constraint"], (column["colname"],))
+                spec = key_spec(c["Constraint"], (column["colname"],))
                 if spec is not None:
                     keys.append(spec)
         elif "Constraint" in element:
             c = element["Constraint"]
-            spec = _key(c, tuple(names(c.get("keys"))))
+            spec = key_spec(c, tuple(names(c.get("keys"))))
             if spec is not None:
                 keys.append(spec)
     return tuple(keys)
 
 
-def _key(c: Node, columns: tuple[str, ...]) -> KeySpec | None:
+def key_spec(c: Node, columns: tuple[str, ...]) -> KeySpec | None:
     kind = c["contype"]
     if kind in _HANDLED_ELSEWHERE:
         return None
     if kind in _REFUSED:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{_REFUSED[kind]} are not supported",
-                       hint="sparkwire enforces NOT NULL, PRIMARY KEY and UNIQUE.")
+                       hint="sparkwire enforces NOT NULL, CHECK, PRIMARY KEY and UNIQUE.")
     if kind not in _KEY_KINDS:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"constraint {kind.removeprefix('CONSTR_')} is not supported")
     for field, clause in (("including", "INCLUDE"), ("options", "WITH (index parameters)"),

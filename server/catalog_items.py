@@ -15,14 +15,20 @@ class Column:
     type: SqlType
     not_null: bool = False
     default: str | None = None  # PostgreSQL-dialect SQL of the default expression
+    # PostgreSQL's attnum, kept once ALTER TABLE dropped a column before this one (PostgreSQL
+    # never reuses one); None: the column's position + 1, as for every table never altered.
+    attnum: int | None = None
 
     def to_json(self) -> dict:
-        return {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
-                "default": self.default}
+        out = {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
+               "default": self.default}
+        if self.attnum is not None:  # absent otherwise: columns are written as they always were
+            out["attnum"] = self.attnum
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> Column:
-        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"))
+        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"), d.get("attnum"))
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,24 @@ class IndexDef:
 
 
 @dataclass(frozen=True)
+class CheckDef:
+    """A table's CHECK constraint: its expression as PostgreSQL prints it (`v > 0`), and
+    `check_id` giving the constraint its OID."""
+
+    name: str
+    sql: str
+    check_id: str
+    columns: tuple[str, ...] = ()  # the columns the expression reads, for conkey
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "sql": self.sql, "check_id": self.check_id, "columns": list(self.columns)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> CheckDef:
+        return cls(d["name"], d["sql"], d["check_id"], tuple(d.get("columns", ())))
+
+
+@dataclass(frozen=True)
 class Item:
     """A named catalog object: a table (with a storage collection), a view, a
     source, a connection or a secret."""
@@ -84,6 +108,7 @@ class Item:
     details: dict = field(default_factory=dict, compare=False, hash=False)
     keys: tuple[UniqueKey, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
     indexes: tuple[IndexDef, ...] = ()  # a table's indexes made by CREATE INDEX
+    checks: tuple[CheckDef, ...] = ()  # a table's CHECK constraints
 
     @property
     def unique_sets(self) -> tuple[UniqueKey | IndexDef, ...]:
@@ -119,6 +144,13 @@ class Item:
                                 f'offset {err["offset"]}: {err["message"]}{more}',
                        hint="A later record or tombstone for the key replaces the error.")
 
+    def attnums(self) -> list[int]:
+        """Each column's PostgreSQL attnum (gaps where ALTER TABLE dropped columns)."""
+        return [c.attnum if c.attnum is not None else i for i, c in enumerate(self.columns, start=1)]
+
+    def attnum(self, name: str) -> int:
+        return self.attnums()[self.column_names.index(name)]
+
     def column(self, name: str) -> Column | None:
         for c in self.columns:
             if c.name == name:
@@ -133,6 +165,8 @@ class Item:
             out["keys"] = [k.to_json() for k in self.keys]
         if self.indexes:
             out["indexes"] = [i.to_json() for i in self.indexes]
+        if self.checks:
+            out["checks"] = [c.to_json() for c in self.checks]
         return out
 
     @classmethod
@@ -140,4 +174,5 @@ class Item:
         return cls(d["id"], d["name"], d["kind"], tuple(Column.from_json(c) for c in d["columns"]),
                    d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0),
                    d.get("details", {}), tuple(UniqueKey.from_json(k) for k in d.get("keys", ())),
-                   tuple(IndexDef.from_json(i) for i in d.get("indexes", ())))
+                   tuple(IndexDef.from_json(i) for i in d.get("indexes", ())),
+                   tuple(CheckDef.from_json(c) for c in d.get("checks", ())))

@@ -29,7 +29,7 @@ from planner.parser import parse_one
 from planner.spark_guard import spark_sql
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
-from server import catalog_ops, system_catalog
+from server import alter_checks, catalog_ops, check_constraints, system_catalog
 from server.catalog import Catalog
 from server.catalog_items import Item
 from server.secret_store import SecretStore
@@ -90,6 +90,8 @@ class Coordinator:
         self.write_lock = asyncio.Lock()
         self._log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log")
         self._dropped_names: dict[str, str] = {}  # id → name, for writes that lost a race with DROP
+        # Tables ALTER TABLE rewrote since start, and when: a SUBSCRIBE that read one ends.
+        self.rewritten: dict[str, int] = {}
         self._query_ids = itertools.count(1)
         self._compacting = False
         self._last_oracle = 0
@@ -217,7 +219,8 @@ class Coordinator:
     async def _commit_group(self, group: list[tuple[dict[str, pa.Table], asyncio.Future]]) -> None:
         live = []
         for updates, future in group:
-            dropped = self._dropped_while_running(updates)
+            dropped = (self._dropped_while_running(updates)
+                       or alter_checks.stale_layout(updates, self.catalog.items, self.rewritten))
             if dropped is None:
                 live.append((updates, future))
             elif not future.done():
@@ -229,6 +232,18 @@ class Coordinator:
                 if error is not None and not future.done():
                     future.set_exception(error)
             live = [w for w, error in zip(live, refused) if error is None]
+            checked = []
+            for updates, future in live:  # CHECK constraints: a Spark job per write to a table with one
+                try:
+                    error = (alter_checks.nulls_written(updates, self.catalog.items)
+                             or await check_constraints.violation(self, updates, self.catalog.items))
+                except (SqlError, StorageError) as exc:  # that writer's failure, not the group's
+                    error = exc
+                if error is None:
+                    checked.append((updates, future))
+                elif not future.done():
+                    future.set_exception(error)
+            live = checked
         by_table: dict[str, list[pa.Table]] = {}
         for updates, _ in live:
             for cid, table in updates.items():
@@ -265,16 +280,28 @@ class Coordinator:
         would duplicate a key. Hold `write_lock`."""
         assert self.write_lock.locked(), "commits are sequenced by the write lock"
         # Tables this commit creates have no rows yet; one whose indexes it changes is
-        # counted by its new keys, which the rows it has must not already break.
+        # counted by its new keys, which the rows it has must not already break. A table
+        # ALTER TABLE rewrites (its collection dropped and made again with its rows in the
+        # new layout) was checked by ALTER TABLE on those rows; its counts start afresh.
         changed = {op.item.id: op.item for op in ops if isinstance(op, (catalog_ops.CreateItem, catalog_ops.AlterItem))}
         items = {**self.catalog.items, **changed}
-        altered = [op.item.id for op in ops if isinstance(op, catalog_ops.AlterItem)]
-        await self.count_keys([*updates, *altered], items)
+        rewritten = alter_checks.rewritten(ops)
+        altered = [op.item.id for op in ops if isinstance(op, catalog_ops.AlterItem) and op.item.id not in rewritten
+                   and op.item.kind == "table"]
+        checked = {cid: t for cid, t in updates.items() if cid not in rewritten}
+        await self.count_keys([*checked, *altered], items)
         for cid in altered:
             refused = self.unique.duplicated(items[cid])
             if refused is not None:
                 raise refused
-        refused = self.unique.violations([updates], items)[0]
+            if cid in self.catalog.items and cid in self.store.collections:
+                loop = asyncio.get_running_loop()
+                refused = await loop.run_in_executor(None, alter_checks.nulls_refused, self.store,
+                                                     self.catalog.items[cid], items[cid], updates.get(cid))
+                if refused is not None:
+                    raise refused
+        refused = (self.unique.violations([checked], items)[0] or alter_checks.nulls_written(checked, items)
+                   or await check_constraints.violation(self, checked, items))
         if refused is not None:
             raise refused
         return await self._commit_checked(ops, updates)
@@ -286,6 +313,11 @@ class Coordinator:
         dropped = self._dropped_while_running(updates, created)
         if dropped is not None:
             raise dropped
+        changed = {op.item.id: op.item for op in ops if isinstance(op, (catalog_ops.CreateItem, catalog_ops.AlterItem))}
+        stale = alter_checks.stale_layout(updates, {**self.catalog.items, **changed}, self.rewritten)
+        if stale is not None:
+            raise stale
+        rewritten = alter_checks.rewritten(ops)
         ts = self._next_ts()
         stamped = {cid: _stamp(t, ts) for cid, t in updates.items() if t.num_rows}
         loop = asyncio.get_running_loop()
@@ -298,6 +330,9 @@ class Coordinator:
             raise
         finally:
             self._committing = None
+        for cid in rewritten:
+            self.unique.forget(cid)  # counted again from the new files at the next write
+            self.rewritten[cid] = ts
         for op in ops:
             if isinstance(op, catalog_ops.DropItem) and op.id in self.catalog.items:
                 self._dropped_names[op.id] = self.catalog.items[op.id].name
@@ -496,7 +531,8 @@ class Coordinator:
                 # Written before taking the write lock: commits wait only for the log record.
                 new = await loop.run_in_executor(None, self.store.write_compacted, cid, since, table)
                 async with self.write_lock:
-                    if any(hold < since for hold in self.read_holds.values()) or cid not in self.catalog.items:
+                    if (any(hold < since for hold in self.read_holds.values()) or cid not in self.catalog.items
+                            or not self.store.holds(cid, files)):  # ALTER TABLE rewrote it meanwhile
                         # A reader (AS OF) started before `since` meanwhile: keep history.
                         self.store.abandon_compaction(new)
                         work.finish("skipped", "a read still needs the history")
@@ -526,6 +562,24 @@ class Coordinator:
             log.exception("compaction failed")
         finally:
             self._compacting = False
+
+    async def current_rows(self, item: Item) -> pa.Table:
+        """A table's rows now, netted out (each row with its positive count) in its storage
+        layout. Hold `write_lock`, so that no commit lands before the caller's."""
+        files, since = self.store.files(item.id, self.store.last_ts)
+        schema = storage_arrow_schema(item.column_types)
+        if not files:
+            return schema.empty_table()
+        since = max([since, *(f.max_ts for f in files)])
+        table = None
+        with self.store.reading():
+            if sum(f.rows for f in files) <= LOCAL_FOLD_ROWS:
+                loop = asyncio.get_running_loop()
+                table = await loop.run_in_executor(None, self._fold_locally, files, item, since)
+            if table is None:
+                table = await self.engine.run(consolidated_arrow, self.store, item.id, item.column_types,
+                                              files, since)
+        return table.cast(schema)
 
     def _fold_locally(self, files: list, item: Item, since: int) -> pa.Table | None:
         schema = storage_arrow_schema(item.column_types)

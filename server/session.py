@@ -39,7 +39,9 @@ from planner.parser import parse_one
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
+    alter_table,
     bound_query,
+    check_constraints,
     copy_format,
     copy_load,
     copy_out,
@@ -507,7 +509,9 @@ class Session:
             item = Item(catalog.allocate_id(), stmt.name, "table",
                         tuple(Column(c.name, c.type, c.not_null or c.name in primary,
                                      c.default.sql("postgres") if c.default is not None else None)
-                              for c in stmt.columns), self.coord.read_ts(), keys=keys)
+                              for c in stmt.columns), self.coord.read_ts(), keys=keys,
+                        checks=check_constraints.plan_checks(catalog, stmt.name, [c.name for c in stmt.columns],
+                                                             stmt.checks, tuple(k.name for k in keys)))
             return catalog.plan_create(item, stmt.if_not_exists)
 
         await self.table_ddl(plan)
@@ -941,6 +945,7 @@ _HANDLERS: dict[type, Callable] = {
 
 _HANDLERS.update(sources.HANDLERS)
 _HANDLERS.update(indexes.HANDLERS)
+_HANDLERS.update(alter_table.HANDLERS)
 _HANDLERS.update(prepared.HANDLERS)
 _HANDLERS.update(create_table_as.HANDLERS)
 _HANDLERS.update(roles.HANDLERS)

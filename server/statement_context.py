@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from planner.translate import SessionContext
 from server.catalog import Catalog
 from server.catalog_ops import CatalogOp
 from server.coordinator import Coordinator
@@ -19,6 +20,13 @@ class StatementContext(Protocol):
     # The server's SourceManager (server.sources, which is above this module), None in
     # a session without one.
     server_sources: Any
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog as this session sees it (with its transaction block's staged DDL)."""
+
+    def context(self) -> SessionContext:
+        """The values of the session functions for this statement (for a default's value)."""
 
     def no_ddl_in_transaction(self, what: str) -> None:
         """25001 inside an explicit transaction block: `what` cannot be staged."""

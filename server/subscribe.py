@@ -311,6 +311,15 @@ class Subscription:
             if item_id not in self.coord.catalog.items:
                 raise SqlError(UNDEFINED_TABLE, f'subscribe has been terminated because underlying relation '
                                                 f'"materialize.public.{name}" was dropped')
+        for cid in self.input_ids:
+            # ALTER TABLE ADD/DROP COLUMN rewrote a table this reads, in a new layout: the
+            # query's result type would change, which a running query cannot (PostgreSQL's
+            # "cached plan must not change result type" is 0A000 too).
+            if self.coord.rewritten.get(cid, -1) > self.as_of:
+                item = self.coord.catalog.items.get(cid)
+                name = item.name if item is not None else cid
+                raise SqlError(FEATURE_NOT_SUPPORTED, f'subscribe has been terminated because underlying relation '
+                                                      f'"materialize.public.{name}" was altered')
 
     async def _timed(self, work) -> None:
         """Run one micro-batch; its time, less what it spent waiting for the client to read."""

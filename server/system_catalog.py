@@ -126,17 +126,17 @@ def _pg_class(snap: Snapshot):
         yield _class_row(rel.oid, rel.name, NAMESPACES[rel.schema], rel.kind, len(rel.columns))
     for item in snap.relations:
         yield _class_row(item.oid, item.name, NAMESPACES["public"], _kind(item), len(item.columns),
-                         bool(item.index_names))
+                         bool(item.index_names), checks=len(item.checks))
     for oid, name, natts, method in system_keys.index_relations(snap.tables):
         yield _class_row(oid, name, NAMESPACES["public"], "i", natts, access_method=method)
 
 
 def _class_row(oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool = False,
-               access_method: int | None = None) -> tuple:
+               access_method: int | None = None, checks: int = 0) -> tuple:
     if access_method is None:
         access_method = 2 if kind in ("r", "m") else 0  # heap
     return (oid, name, namespace, 0, 0, SUPERUSER_OID, access_method, oid, 0,
-            0, -1.0, 0, 0, has_index, False, "p", kind, natts, 0, False, False, False, False, False,
+            0, -1.0, 0, 0, has_index, False, "p", kind, natts, checks, False, False, False, False, False,
             True, "d", False, 0, 0, 0, None, None, None)
 
 
@@ -151,7 +151,7 @@ def _all_columns(snap: Snapshot):
         for i, (name, t) in enumerate(rel.columns, start=1):
             yield rel.oid, rel.schema, rel.name, rel.kind, i, name, t, False, None
     for item in snap.relations:
-        for i, col in enumerate(item.columns, start=1):
+        for i, col in zip(item.attnums(), item.columns):
             yield (item.oid, "public", item.name, _kind(item), i, col.name, col.type, col.not_null,
                    col.default)
 
@@ -678,7 +678,7 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      "started_at timestamptz, finished_at timestamptz, seconds float8"),
      lambda snap: snap.background, "v"),
     # sparkwire's own: what pg_get_constraintdef(oid) says of each constraint.
-    ("mz_internal", "mz_constraint_definitions", "oid oid, definition text",
+    ("mz_internal", "mz_constraint_definitions", "conoid oid, definition text, pretty text",
      lambda snap: system_keys.constraint_definition_rows(snap.tables), "v"),
     # sparkwire's own: each index's columns, what pg_get_indexdef(oid, n, pretty) says for n > 0.
     ("mz_internal", "mz_index_columns", "indexrelid oid, position int4, name text",

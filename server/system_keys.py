@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from planner.pg_compat import NAMESPACES, RESERVED_KEYWORDS
 from server.catalog import FIRST_USER_OID
-from server.catalog_items import Item, UniqueKey
+from server.catalog_items import CheckDef, Item, UniqueKey
 
 DATABASE = "materialize"
 ACCESS_METHODS = {"btree": 403, "hash": 405}
@@ -79,7 +79,7 @@ def keys(tables: list[Item]) -> Iterator[tuple[Item, UniqueKey]]:
 
 
 def attnums(table: Item, key: UniqueKey) -> list[int]:
-    return [table.column_names.index(c) + 1 for c in key.columns]
+    return [table.attnum(c) for c in key.columns]
 
 
 def pg_constraint_rows(tables: list[Item]) -> Iterator[tuple]:
@@ -87,6 +87,20 @@ def pg_constraint_rows(tables: list[Item]) -> Iterator[tuple]:
         yield (constraint_oid(key), key.name, NAMESPACES["public"], "p" if key.primary else "u",
                False, False, True, table.oid, 0, _oid(key.index_id), 0, 0, " ", " ", " ", True, 0, True,
                attnums(table, key), None, None, None, None, None, None, None)
+    for table, check in checks(tables):
+        yield (check_oid(check), check.name, NAMESPACES["public"], "c", False, False, True, table.oid, 0, 0, 0, 0,
+               " ", " ", " ", True, 0, False, [table.attnum(c) for c in check.columns if table.column(c)],
+               None, None, None, None, None, None, None)
+
+
+def checks(tables: list[Item]) -> Iterator[tuple[Item, CheckDef]]:
+    for table in tables:
+        for check in table.checks:
+            yield table, check
+
+
+def check_oid(check: CheckDef) -> int:
+    return _oid(check.check_id) + CONSTRAINT_OID_OFFSET
 
 
 def pg_index_rows(tables: list[Item]) -> Iterator[tuple]:
@@ -94,7 +108,7 @@ def pg_index_rows(tables: list[Item]) -> Iterator[tuple]:
         n = len(ix.columns)
         options = [_option(o) for o in ix.orders]
         yield (ix.oid, ix.table.oid, n, n, ix.unique, False, ix.primary, False, True, False, True,
-               False, True, True, False, [ix.table.column_names.index(c) + 1 for c in ix.columns],
+               False, True, True, False, [ix.table.attnum(c) for c in ix.columns],
                [0] * n, [0] * n, " ".join(map(str, options)), None, None)
 
 
@@ -124,7 +138,9 @@ def index_column_rows(tables: list[Item]) -> Iterator[tuple]:
 
 def constraint_definition_rows(tables: list[Item]) -> Iterator[tuple]:
     for _table, key in keys(tables):
-        yield constraint_oid(key), constraint_definition(key)
+        yield constraint_oid(key), constraint_definition(key), constraint_definition(key)
+    for _table, check in checks(tables):
+        yield check_oid(check), f"CHECK (({check.sql}))", f"CHECK ({check.sql})"
 
 
 def table_constraints_rows(tables: list[Item]) -> Iterator[tuple]:
@@ -132,6 +148,8 @@ def table_constraints_rows(tables: list[Item]) -> Iterator[tuple]:
         yield (DATABASE, "public", key.name, DATABASE, "public", table.name,
                "PRIMARY KEY" if key.primary else "UNIQUE", "NO", "NO", "YES",
                None if key.primary else "YES")
+    for table, check in checks(tables):
+        yield DATABASE, "public", check.name, DATABASE, "public", table.name, "CHECK", "NO", "NO", "YES", None
 
 
 def key_column_usage_rows(tables: list[Item]) -> Iterator[tuple]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 from planner.errors import NO_ACTIVE_SQL_TRANSACTION, SqlError
 from server import writes
 from server.catalog import Catalog
-from server.catalog_ops import CatalogOp, CreateItem, DropCollection, DropItem
+from server.catalog_ops import AlterItem, CatalogOp, CreateItem, DropCollection, DropItem
 from server.coordinator import Overlay
 
 SERIALIZATION_FAILURE = "40001"
@@ -78,6 +78,12 @@ class Transaction:
                         isinstance(o, DropItem) and o.id == other.id for o in self.ddl_ops))
                 case DropItem(item_id):
                     taken = item_id not in live.items
+                case AlterItem(item):  # ALTER TABLE, CREATE INDEX: the object, and a new name, still free
+                    other = live.get(item.name)
+                    made_here = any(isinstance(o, CreateItem) and o.item.id == item.id for o in self.ddl_ops)
+                    taken = (item.id not in live.items and not made_here) or (
+                        other is not None and other.id != item.id
+                        and not any(isinstance(o, DropItem) and o.id == other.id for o in self.ddl_ops))
                 case _:
                     continue
             if taken:

@@ -160,6 +160,22 @@ class KeyCounts:
                         detail=f"Key ({', '.join(self.key.columns)})=({shown}) already exists.")
 
 
+def _duplicated(c: KeyCounts) -> SqlError | None:
+    key = next((k for k, n in c.counts.items() if n > 1), None)
+    if key is None:
+        return None
+    shown = ", ".join(encode_text(t, v).decode() if v is not NAN else "NaN" for t, v in zip(c.types, key))
+    return SqlError(UNIQUE_VIOLATION, f'could not create unique index "{c.key.name}"',
+                    detail=f"Key ({', '.join(c.key.columns)})=({shown}) is duplicated.")
+
+
+def duplicate_in(item: Item, key: UniqueKey | IndexDef, rows: pa.Table) -> SqlError | None:
+    """A key added to `item` that `rows` (in its layout) already break."""
+    counts = KeyCounts(item, key)
+    counts.add(key_changes(rows, counts.positions))
+    return _duplicated(counts)
+
+
 class UniqueKeys:
     """Every constrained table's key counts (by collection id), built when first needed.
 
@@ -196,12 +212,9 @@ class UniqueKeys:
     def duplicated(self, item: Item) -> SqlError | None:
         """After `build`: a unique index just added that the table's rows already break."""
         for c in self.counts(item):
-            key = next((k for k, n in c.counts.items() if n > 1), None)
-            if key is not None:
-                shown = ", ".join(encode_text(t, v).decode() if v is not NAN else "NaN"
-                                  for t, v in zip(c.types, key))
-                return SqlError(UNIQUE_VIOLATION, f'could not create unique index "{c.key.name}"',
-                                detail=f"Key ({', '.join(c.key.columns)})=({shown}) is duplicated.")
+            refused = _duplicated(c)
+            if refused is not None:
+                return refused
         return None
 
     def created(self, item: Item) -> None:

@@ -556,6 +556,14 @@ class Store:
             chosen = [f for f in coll.files if f.min_ts <= as_of]
             return chosen, coll.since
 
+    def holds(self, collection_id: str, files: Iterable[DataFile]) -> bool:
+        """Whether the collection still has every one of `files` (a rewrite by ALTER TABLE
+        replaces them all: a compaction of the old ones must not land in the new)."""
+        with self._lock:
+            coll = self.collections.get(collection_id)
+            have = {f.path for f in coll.files} if coll is not None else set()
+            return all(f.path in have for f in files)
+
     def path(self, f: DataFile) -> str:
         return str(self.root / f.path)
 

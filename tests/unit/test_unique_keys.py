@@ -30,7 +30,7 @@ def test_column_and_table_constraints():
 
 
 @pytest.mark.parametrize("sql, fragment", [
-    ("CREATE TABLE t (a int CHECK (a > 0))", "CHECK constraints"),
+    ("CREATE TABLE t (a int, EXCLUDE USING gist (a WITH =))", "EXCLUDE constraints"),
     ("CREATE TABLE t (a int, FOREIGN KEY (a) REFERENCES u (b))", "FOREIGN KEY constraints"),
     ("CREATE TABLE t (a int GENERATED ALWAYS AS IDENTITY)", "identity columns"),
     ("CREATE TABLE t (a int, b int GENERATED ALWAYS AS (a * 2) STORED)", "generated columns"),
