@@ -58,8 +58,15 @@ def test_array_forms():
                 "array(SELECT rolname FROM pg_roles ORDER BY 1), x[s], name = '{a}'")
     assert "pol.polroles = ARRAY(0)" in out
     assert "(SELECT ARRAY_SORT(COLLECT_LIST(rolname)) FROM pg_roles)" in out
-    assert "TRY_ELEMENT_AT(x, s)" in out
+    assert "IF(s >= 1, TRY_ELEMENT_AT(x, s), NULL)" in out
     assert "name = '{a}'" in out  # a text column stays compared with text
+
+
+def test_array_subscripts_count_from_one_and_out_of_range_is_null():
+    # sqlglot has already made a constant subscript 0-based: it is 1-based again here
+    assert "IF(5 >= 1, TRY_ELEMENT_AT((ARRAY(10, 20, 30)), 5), NULL)" in spark("SELECT (ARRAY[10,20,30])[5]")
+    assert "IF(0 >= 1, TRY_ELEMENT_AT(a, 0), NULL)" in spark("SELECT a[0]")
+    assert "IF(-1 >= 1, TRY_ELEMENT_AT(a, -1), NULL)" in spark("SELECT a[-1]")  # not from the end
 
 
 def test_unnest_in_from_names_its_column():
