@@ -1,18 +1,19 @@
 """One-shot queries through the front end of our own (`planner.sql`), where it covers them.
 
-Opt-in per session (`SET sql_frontend = postgres`) while it grows: a query it does not
-cover yet (`plan.NotYet`) returns None here and takes the sqlglot path; every other
-error is PostgreSQL's and reaches the client.
+The default (`SET sql_frontend = sqlglot` opts out). A query it does not cover yet
+(`plan.NotYet`) returns None here and takes the sqlglot path; every other error is
+PostgreSQL's and reaches the client.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from planner import pg_parse
 from planner.sql import bind, coerce, numeric_scale, spark_sql
 from planner.sql import plan as p
-from planner.translate import Resolver, TableSource
+from planner.translate import TableSource
 from planner.types import SqlType
 from server import system_catalog
 from server.catalog import Catalog, Item
@@ -31,16 +32,17 @@ class BoundQuery:
 
 class _Relations:
     """The user's tables and views, as the binder sees them; sources and system relations
-    are not covered yet."""
+    are not covered yet. Every catalog item the binding looked at (None: a name it did not
+    find) is kept in `seen`, so that the bound query can be reused while they stay the same."""
 
-    def __init__(self, catalog: Catalog, resolve: Resolver) -> None:
+    def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.resolve = resolve
+        self.seen: dict[str, Item | None] = {}
 
     def relation(self, schema: str | None, name: str) -> bind.Relation | None:
         if schema not in (None, "public") or system_catalog.find(name) is not None:
             raise p.NotYet("system relations are not covered by this front end yet")
-        item = self.catalog.get(name)
+        item = self.seen[name] = self.catalog.get(name)
         if item is None:
             return None
         if item.kind == "view" and item.sql:
@@ -49,9 +51,48 @@ class _Relations:
             return bind.Relation(item.name, p.columns(rel), plan=rel)
         if item.kind != "table":
             raise p.NotYet(f"a {item.kind} is not covered by this front end yet")
-        source = self.resolve(name)  # notes the read (and checks a source-fed table's errors)
-        assert isinstance(source, TableSource)
-        return bind.Relation(source.spark_name, tuple(p.Column(c.name, c.type) for c in item.columns))
+        return bind.Relation(item.name, tuple(p.Column(c.name, c.type) for c in item.columns))
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A query bound and typed, before its Spark SQL: what a prepared statement reuses."""
+
+    rel: p.Rel | None  # None: the front end does not cover it (it takes the sqlglot path)
+    seen: tuple[tuple[str, Item | None], ...]
+    names: list[str]
+    types: list[SqlType]
+
+
+# Bound queries by (text, declared parameter types): a prepared statement, or a query sent
+# again, is neither parsed nor bound again while the catalog items it names are the same
+# objects (catalog items are immutable; DDL replaces them).
+_CACHE: OrderedDict[tuple, _Bound] = OrderedDict()
+_CACHE_SIZE = 512
+
+
+def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType]) -> _Bound:
+    key = (text, tuple(sorted(param_types.items())))
+    hit = _CACHE.get(key)
+    if hit is not None and all(catalog.get(name) is item for name, item in hit.seen):
+        _CACHE.move_to_end(key)
+        return hit
+    relations = _Relations(catalog)
+    try:
+        node = pg_parse.parse_one(text)
+        types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
+        rel = bind.Binder(relations, text, types).query(node)
+        cols = p.columns(rel)
+        if any(c.type.base.name in _OLDER_PATH_RESULTS for c in cols):
+            raise p.NotYet("a result of this type is not covered by this front end yet")
+        out_types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
+        bound = _Bound(rel, tuple(relations.seen.items()), [c.name for c in cols], out_types)
+    except p.NotYet:
+        bound = _Bound(None, tuple(relations.seen.items()), [], [])
+    _CACHE[key] = bound
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return bound
 
 
 def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, object] | None = None,
@@ -59,18 +100,21 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
     """The Spark SQL of a query, or None when this front end does not cover it yet.
 
     `resolver_for(views)` gives the coordinator's name resolver, noting reads in `views`;
-    `param_values` None plans it for Describe (parameters as typed NULLs)."""
+    `param_values` None plans it for Describe (parameters as typed NULLs). Errors other
+    than "not covered" are PostgreSQL's and are raised (and not remembered)."""
+    bound = _bind(text, catalog, param_types or {})
+    if bound.rel is None:
+        return None
     views: dict[str, tuple[str, Item]] = {}
+    resolve = resolver_for(views)
+
+    def spark_name(name: str) -> str:
+        source = resolve(name)  # notes the read (and checks a source-fed table's errors)
+        assert isinstance(source, TableSource)
+        return source.spark_name
+
     try:
-        node = pg_parse.parse_one(text)
-        declared = param_types or {}
-        types = [declared.get(n, coerce.UNKNOWN) for n in range(1, max(declared, default=0) + 1)]
-        rel = bind.Binder(_Relations(catalog, resolver_for(views)), text, types).query(node)
-        cols = p.columns(rel)
-        if any(c.type.base.name in _OLDER_PATH_RESULTS for c in cols):
-            raise p.NotYet("a result of this type is not covered by this front end yet")
-        types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
-        sql = spark_sql.to_spark(rel, lambda name: name, types, param_values)
+        sql = spark_sql.to_spark(bound.rel, spark_name, bound.types, param_values)
     except p.NotYet:
         return None
-    return BoundQuery(sql, views, [c.name for c in cols], types)
+    return BoundQuery(sql, views, bound.names, bound.types)

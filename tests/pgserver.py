@@ -13,8 +13,10 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+import psycopg
 
 from tests.support import free_port
 
@@ -78,3 +80,14 @@ def reference_postgres(settings: dict[str, str] | None = None) -> Iterator[Postg
         yield pg
     finally:
         pg.stop()
+
+
+@contextmanager
+def loaded(dsn: str, load: Callable[[psycopg.Connection], None], *setup: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to `dsn`, after the `setup` statements and `load(conn)`: the
+    same data in sparkwire and in the reference PostgreSQL of a side-by-side test module."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for sql in setup:
+            conn.execute(sql)
+        load(conn)
+        yield conn

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg.types.string import TextLoader
 
-from tests.pgserver import reference_postgres
+from tests.pgserver import loaded, reference_postgres
 
 DOCS = [
     (1, '{"a": 1, "b": [1, 2, {"c": "x"}], "bb": {"d": null}}'),
@@ -34,15 +34,13 @@ def _load(conn) -> None:
 
 @pytest.fixture(scope="module")
 def postgres():
-    with reference_postgres() as pg, psycopg.connect(pg.dsn, autocommit=True) as conn:
-        _load(conn)
+    with reference_postgres() as pg, loaded(pg.dsn, _load) as conn:
         yield conn
 
 
 @pytest.fixture(scope="module")
 def sparkwire(server):
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        _load(conn)
+    with loaded(server.dsn, _load) as conn:
         yield conn
 
 

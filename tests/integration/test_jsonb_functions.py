@@ -13,7 +13,7 @@ import pytest
 from psycopg.types.string import TextLoader
 
 from tests.integration.test_jsonb import DOCS
-from tests.pgserver import reference_postgres
+from tests.pgserver import loaded, reference_postgres
 
 VALS = [
     (1, "1.5", 2.5, "a\"b\n", True, "2020-01-02 03:04:05.5", "2020-01-02 03:04:05+00", "2020-01-02", [1, None, 3],
@@ -42,16 +42,13 @@ def _load(conn) -> None:
 
 @pytest.fixture(scope="module")
 def postgres():
-    with reference_postgres() as pg, psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute("SET TimeZone = 'UTC'")
-        _load(conn)
+    with reference_postgres() as pg, loaded(pg.dsn, _load, "SET TimeZone = 'UTC'") as conn:
         yield conn
 
 
 @pytest.fixture(scope="module")
 def sparkwire(server):
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
-        _load(conn)
+    with loaded(server.dsn, _load) as conn:
         yield conn
 
 
