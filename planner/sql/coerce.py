@@ -15,6 +15,7 @@ from decimal import Decimal
 from planner.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, SqlError
 from planner.functions import Function
 from planner.operators import Operator
+from planner.sql.plan import NotYet
 from planner.types import PgType, SqlType, lookup
 
 AMBIGUOUS_FUNCTION = "42725"
@@ -264,7 +265,10 @@ def _pick(signatures: list[tuple[str, ...]], args: Sequence[SqlType], noun: str,
 def result_type(result: str, params: Sequence[str], args: Sequence[SqlType]) -> SqlType:
     """A signature's result type, with polymorphic results resolved from the arguments."""
     if result not in POLYMORPHIC:
-        return named(result)
+        try:
+            return named(result)
+        except KeyError:  # void, inet, record, ...: the sqlglot path shapes the calls that give them
+            raise NotYet(f"a result of type {result} is not covered by this front end yet") from None
     element: SqlType | None = None
     for p, a in zip(params, args, strict=False):
         if p in POLYMORPHIC and a != UNKNOWN:

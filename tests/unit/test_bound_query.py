@@ -77,3 +77,9 @@ def test_a_name_created_after_a_miss_and_queries_not_covered(parses):
     assert bound_query.plan(recursive, catalog, _resolver_for(catalog)) is None  # the sqlglot path's
     assert bound_query.plan(recursive, catalog, _resolver_for(catalog)) is None
     assert parses.count(recursive) == 1
+
+
+def test_results_of_types_the_front_end_does_not_carry_take_the_older_path(parses):
+    catalog = Catalog()
+    for sql in ("SELECT pg_advisory_unlock_all()", "SELECT inet_server_addr()", "SELECT inet_client_port() + 1"):
+        assert bound_query.plan(sql, catalog, _resolver_for(catalog)) is None, sql
