@@ -295,10 +295,16 @@ def _joined(batch: list[str]) -> str:
     return "SELECT " + ", ".join(q[len("SELECT "):] for q in batch)
 
 
+def jsonb_as_text(conn: psycopg.Connection) -> psycopg.Connection:
+    """json and jsonb read as their text on this connection, so that the two servers' texts
+    compare (sparkwire's sqlglot path sends them typed text, its default front end typed jsonb)."""
+    for name in ("json", "jsonb"):
+        conn.adapters.register_loader(name, TextLoader)
+    return conn
+
+
 def connect_postgres(dsn: str) -> psycopg.Connection:
-    conn = psycopg.connect(dsn, autocommit=True)
-    # jsonb as its text, as sparkwire's sqlglot path sends it (typed text): the texts compare.
-    conn.adapters.register_loader("jsonb", TextLoader)
+    conn = jsonb_as_text(psycopg.connect(dsn, autocommit=True))
     conn.execute("SET TimeZone = 'UTC'")
     conn.execute("SET extra_float_digits = 1")
     return conn

@@ -245,6 +245,10 @@ class _Generator:
             case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
             case p.Call(func=f, args=args):
+                if f.variadic and '"any"' in f.args:
+                    # concat(true) is 't': each argument by its type's output function, which
+                    # the sqlglot path writes; a cast to STRING is Spark's text ('true')
+                    raise p.NotYet(f"{f.name} is not covered by this front end yet")
                 _check_template(f.name, f.spark, len(args))
                 spark_args = [self.scalar(a, cols) for a in args]
                 if f.name in _CHAR_LENGTHS and args[0].type.base.name == "character":
