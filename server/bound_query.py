@@ -18,9 +18,6 @@ from planner.types import SqlType
 from server import system_catalog
 from server.catalog import Catalog, Item
 
-# Result types the wire encoders know only as the sqlglot path shapes them.
-_OLDER_PATH_RESULTS = frozenset({"void", "inet", "record"})
-
 
 @dataclass(frozen=True)
 class BoundQuery:
@@ -83,8 +80,6 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType]) -> _Boun
         types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
         rel = bind.Binder(relations, text, types).query(node)
         cols = p.columns(rel)
-        if any(c.type.base.name in _OLDER_PATH_RESULTS for c in cols):
-            raise p.NotYet("a result of this type is not covered by this front end yet")
         out_types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
         bound = _Bound(rel, tuple(relations.seen.items()), [c.name for c in cols], out_types)
     except p.NotYet:

@@ -138,20 +138,12 @@ class _Generator:
         left-associative in Spark's SQL as in PostgreSQL's), each leaf one subquery. Nesting
         a subquery per join that re-aliases every column below it makes Spark's optimizer
         quadratic or worse in the number of tables: a 37-table join took minutes to plan."""
-        if isinstance(j.left, p.Join):
-            q, lcols = self._join_chain(j.left)
-            left = True
-        else:
-            source, lcols = self._from(j.left)
-            q = exp.select()
-            left = source is not None
-            if left:
-                q = q.from_(source)
+        q, lcols = self._source(j.left)  # a join on the left continues the same FROM
         right, rcols = self._from(j.right)
         cols = lcols + rcols
         if right is None:
             return q, cols
-        if not left:
+        if q.find(exp.From) is None:  # the left is one row of no columns
             return q.from_(right), cols
         kind = {p.JoinKind.CROSS: "CROSS", p.JoinKind.INNER: "INNER", p.JoinKind.LEFT: "LEFT",
                 p.JoinKind.RIGHT: "RIGHT", p.JoinKind.FULL: "FULL"}[j.kind]
