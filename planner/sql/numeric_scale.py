@@ -20,7 +20,7 @@ from planner.types import SqlType
 # numeric_add/sub keep the larger scale, numeric_mul the sum; numeric_mod the larger.
 _LARGER = frozenset({"+", "-", "%"})
 # Functions whose numeric result has the scale of their (first) argument.
-_SAME = frozenset({"abs", "sum", "min", "max", "numeric"})
+_SAME = frozenset({"abs", "numeric"})  # (sum, min and max are aggregates: _aggregate_scale)
 # Functions whose result has no digits after the point (with no scale argument).
 _WHOLE = frozenset({"ceil", "ceiling", "floor", "round", "trunc", "div"})
 
