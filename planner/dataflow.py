@@ -237,7 +237,35 @@ def _linear(node: exp.Expression) -> exp.Expression:
     return out
 
 
+def _output_casts_folded(node: exp.Expression) -> exp.Expression:
+    """`SELECT CAST(t.c1 AS T1) AS c0, ... FROM (SELECT ... GROUP BY ...) AS t` — how
+    planner.sql writes an aggregate, each output cast to its column's type — as the inner
+    SELECT with its outputs in the outer's order and names. The casts are dropped: they
+    only fix each column's Spark type to the one its PostgreSQL type has, and the state
+    gives every aggregate's value that type itself (server.subscribe_state)."""
+    if not isinstance(node, exp.Select) or any(node.args.get(c) for c in (*_SHAPING_CLAUSES, "where", "joins",
+                                                                        "laterals", "order", "with_")):
+        return node
+    source = node.args.get("from_") or node.args.get("from")
+    inner = source.this if source is not None else None
+    if not isinstance(inner, exp.Subquery) or not isinstance(inner.this, exp.Select) \
+            or not _has_aggregates(inner.this):
+        return node
+    outputs = {e.alias_or_name: e for e in inner.this.expressions}
+    picked = []
+    for e in node.expressions:
+        cast = e.this if isinstance(e, exp.Alias) else e
+        column = cast.this if isinstance(cast, exp.Cast) else None
+        if not isinstance(column, exp.Column) or column.table != inner.alias_or_name or column.name not in outputs:
+            return node
+        picked.append(exp.alias_(outputs[column.name].this.copy(), e.alias_or_name))
+    folded = inner.this.copy()
+    folded.set("expressions", picked)
+    return folded
+
+
 def _aggregate(node: exp.Expression) -> AggregatePlan:
+    node = _output_casts_folded(node)
     if not isinstance(node, exp.Select):
         raise NotIncremental("only a single SELECT ... GROUP BY is maintained per group")
     _require_clauses_absent(node, tuple(c for c in _SHAPING_CLAUSES if c != "group"),

@@ -62,6 +62,7 @@ class Subscribe(st.Statement):
     as_of_at_least: bool = False
     up_to: int | None = None
     output: OutputMode = field(default_factory=OutputMode)
+    text: str = ""  # the query as written (empty for SUBSCRIBE name): what planner.sql binds
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,10 @@ def parse_subscribe(s: Scanner, parse_statement: st.ParseStatement) -> Subscribe
     s.accept("to")
     relation = None
     query = None
+    text = ""
     if s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "(":
-        query = _parenthesized_query(s, parse_statement)
+        inner = _parenthesized_query(s, parse_statement)
+        query, text = inner.ast, inner.text
     else:
         relation = s.qualified_name().split(".")[-1]
     output = _output_modifier(s)
@@ -114,7 +117,7 @@ def parse_subscribe(s: Scanner, parse_statement: st.ParseStatement) -> Subscribe
     if not s.at_end():
         raise expected(s, "end of statement")
     return Subscribe(relation, query, options.get("snapshot", True), options.get("progress", False),
-                     as_of, at_least, up_to, output)
+                     as_of, at_least, up_to, output, text)
 
 
 # Words Materialize's lexer reads as keywords, for naming what was found instead of what
@@ -162,14 +165,14 @@ def parenthesized_statement(s: Scanner, parse_statement: st.ParseStatement) -> t
     return parse_statement(s.text[start.pos + 1:end]), start.pos
 
 
-def _parenthesized_query(s: Scanner, parse_statement: st.ParseStatement) -> exp.Expression:
+def _parenthesized_query(s: Scanner, parse_statement: st.ParseStatement) -> st.Query:
     inner, start = parenthesized_statement(s, parse_statement)
     if not isinstance(inner, st.Query):
         raise SqlError(SYNTAX_ERROR, "SUBSCRIBE needs a table, a view or a (SELECT ...) query",
                        position=start + 2)
     if inner.as_of is not None:
         raise SqlError(SYNTAX_ERROR, "AS OF belongs after the SUBSCRIBE's query, not inside it")
-    return inner.ast
+    return inner
 
 
 def _options(s: Scanner) -> dict[str, bool]:

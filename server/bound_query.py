@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from sqlglot import exp
+
 from planner import pg_parse
 from planner.sql import bind, coerce, numeric_scale, spark_sql
 from planner.sql import plan as p
@@ -25,6 +27,8 @@ class BoundQuery:
     views: dict[str, tuple[str, Item]]  # what the coordinator registers before running it
     names: list[str]
     types: list[SqlType]
+    tree: exp.Query  # spark_sql as a sqlglot tree, for SUBSCRIBE's dataflow planner
+    reads: dict[str, str]  # every catalog item the query names, views too: id → name
 
 
 class _Relations:
@@ -109,7 +113,8 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
         return source.spark_name
 
     try:
-        sql = spark_sql.to_spark(bound.rel, spark_name, bound.types, param_values)
+        tree = spark_sql.to_spark_query(bound.rel, spark_name, bound.types, param_values)
     except p.NotYet:
         return None
-    return BoundQuery(sql, views, bound.names, bound.types)
+    reads = {item.id: item.name for _, item in bound.seen if item is not None}
+    return BoundQuery(tree.sql(dialect="spark"), views, bound.names, bound.types, tree, reads)

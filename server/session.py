@@ -750,7 +750,7 @@ class Session:
                            f"{flag[1]} is not enabled: the system flag {flag[0]} is off",
                            hint=f"Enable it with ALTER SYSTEM SET {flag[0]} = on.")
         return Subscription(self.coord, stmt, self.context(), self.user, self.on_overflow,
-                            self.subscribe_limits)
+                            self.subscribe_limits, pg_frontend=self.settings.get("sql_frontend") == "postgres")
 
     async def _start_subscription(self, stmt: ss.Subscribe) -> Subscription:
         sub = self._subscription(stmt)

@@ -41,13 +41,15 @@ from planner.dataflow import DataflowPlan, plan_dataflow
 from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, UNDEFINED_TABLE, SqlError
 from planner.subscribe_syntax import Subscribe
 from planner.translate import SessionContext, resolve_tree
-from server import metrics
+from planner.types import SqlType
+from server import bound_query, metrics
 from server import subscribe_output as output
 from server.subscribe_buffer import DEFAULT_BUDGET, OutputBuffer, Stalled
 from server.subscribe_format import OutputPlan, format_timestamp, plan_output
 from server.subscribe_linear import LinearStrategy
 from server.subscribe_state import Changes
 from server.subscribe_strategy import AggregateStrategy, JoinStrategy, RecomputeStrategy, Strategy
+from server.system_keys import quote_ident
 from spark_backend import microbatch
 from spark_backend.schema import arrow_type
 
@@ -76,15 +78,25 @@ class SubscribeLimits:
     stall_timeout: float | None = None  # seconds; None: a client may stop reading for ever
 
 
+def _materialize_wording(err: SqlError) -> SqlError:
+    """Materialize's wording for a relation it does not know; any other error as it is."""
+    if err.sqlstate == UNDEFINED_TABLE and err.message.startswith('relation "'):
+        name = err.message.split('"')[1]
+        return SqlError(UNDEFINED_TABLE, f"unknown catalog item '{name}'")
+    return err
+
+
 class Subscription:
     """One SUBSCRIBE's dataflow; rows leave through `take` / `wait`."""
 
     def __init__(self, coord, stmt: Subscribe, ctx: SessionContext, user: str = "materialize",
-                 on_overflow: Callable[[], None] | None = None, limits: SubscribeLimits | None = None) -> None:
+                 on_overflow: Callable[[], None] | None = None, limits: SubscribeLimits | None = None,
+                 pg_frontend: bool = False) -> None:
         self.id = next(_ids)
         self.coord = coord
         self.stmt = stmt
         self.ctx = ctx
+        self.pg_frontend = pg_frontend  # plan through planner.sql where it covers the query
         self.user = user
         self.on_overflow = on_overflow
         self.limits = limits or SubscribeLimits()
@@ -109,17 +121,49 @@ class Subscription:
         # themselves, and a first FETCH finds a small snapshot whole.
         self._started = asyncio.Event()
         self._in_snapshot = True
+        self.names: list[str] = []
+        self.types: list[SqlType] | None = None  # known once planned (or, on the sqlglot path, described)
 
     # -- planning ------------------------------------------------------------------
     def plan(self) -> None:
         """Resolve names and choose the dataflow; no Spark work."""
+        if self.stmt.relation is not None and self.coord.catalog.get(self.stmt.relation) is None:
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{self.stmt.relation}'")
+        bound = self._bound() if self.pg_frontend else None
+        if bound is not None:
+            # The query as SELECT plans it: the same columns, types and values; the dataflow
+            # is chosen from the Spark query the front end generated.
+            self._planned(bound.views, bound.reads, plan_dataflow(bound.tree))
+            self.names, self.types = bound.names, bound.types
+            return
+        self._plan_older()
+
+    def _bound(self) -> bound_query.BoundQuery | None:
+        """The query through the front end of our own, or None where it does not cover it."""
+        text = self.stmt.text or f"SELECT * FROM {quote_ident(self.stmt.relation)}"
+        try:
+            return bound_query.plan(text, self.coord.catalog,
+                                    lambda views: self.coord.resolver(views, self.ctx, self.coord.catalog))
+        except SqlError as err:
+            raise _materialize_wording(err) from None
+
+    def _planned(self, views: dict, reads: dict[str, str], dataflow: DataflowPlan) -> None:
+        self.inputs = [microbatch.Input(cid, spark_name, item.column_names, item.column_types)
+                       for cid, (spark_name, item) in views.items()]
+        self.input_ids = {rel.collection_id for rel in self.inputs}
+        self.views = views
+        self.reads = reads
+        self.dataflow = dataflow
+        self.strategy: Strategy = STRATEGIES[dataflow.strategy](self)
+
+    def _plan_older(self) -> None:
+        """The sqlglot path's planning (`SET sql_frontend = sqlglot`, or a query the front
+        end does not cover yet)."""
         views: dict = {}
         read: dict[str, str] = {}  # every catalog item the query reads (views too): id → name
         if self.stmt.query is not None:
             query = self.stmt.query
         else:
-            if self.coord.catalog.get(self.stmt.relation) is None:
-                raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{self.stmt.relation}'")
             # A Table node (not a bare Identifier), so name resolution sees the relation.
             query = exp.select("*").from_(exp.Table(this=exp.to_identifier(self.stmt.relation, quoted=True)))
         resolver = self.coord.resolver(views)
@@ -134,27 +178,18 @@ class Subscription:
         try:
             tree = resolve_tree(query, resolve, self.ctx)
         except SqlError as err:
-            # Materialize's wording for a relation it does not know.
-            if err.sqlstate == UNDEFINED_TABLE and err.message.startswith('relation "'):
-                name = err.message.split('"')[1]
-                raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{name}'") from None
-            raise
+            raise _materialize_wording(err) from None
         if any(cid.startswith("system:") for cid in views):  # computed per query, no changelog
             raise SqlError(FEATURE_NOT_SUPPORTED, "SUBSCRIBE to a system relation is not supported")
-        self.inputs = [microbatch.Input(cid, spark_name, item.column_names, item.column_types)
-                       for cid, (spark_name, item) in views.items()]
-        self.input_ids = {rel.collection_id for rel in self.inputs}
-        self.views = views
-        self.reads = read
-        self.dataflow: DataflowPlan = plan_dataflow(tree)
-        self.strategy: Strategy = STRATEGIES[self.dataflow.strategy](self)
+        self._planned(views, read, plan_dataflow(tree))
 
     async def describe(self) -> OutputPlan:
-        shape = await self.coord.query(self.dataflow.full_sql, self.views, self.coord.read_ts(),
-                                       describe_only=True)
-        self.names, self.types = shape.names, shape.types
-        self.relation_types = [arrow_type(t) for t in shape.types]
-        self.output = plan_output(self.stmt.output, shape.names, shape.types, self.stmt.progress)
+        if self.types is None:  # the sqlglot path: the types are Spark's result's
+            shape = await self.coord.query(self.dataflow.full_sql, self.views, self.coord.read_ts(),
+                                           describe_only=True)
+            self.names, self.types = shape.names, shape.types
+        self.relation_types = [arrow_type(t) for t in self.types]
+        self.output = plan_output(self.stmt.output, self.names, self.types, self.stmt.progress)
         return self.output
 
     # -- lifecycle -------------------------------------------------------------------

@@ -293,7 +293,9 @@ def aggregate_value(kind: str, state: GroupState, i: int, t: SqlType) -> object:
         return total
     if t.base.name == "numeric":
         ps = t.precision_scale
-        scale = ps[1] if ps else 6
+        # An unconstrained numeric average has the scale SELECT gives it: planner.sql
+        # casts it to DECIMAL(38, 10), the form of an unconstrained numeric.
+        scale = ps[1] if ps else 10
         with decimal.localcontext() as ctx:
             ctx.prec = 120
             value = decimal.Decimal(total) / count

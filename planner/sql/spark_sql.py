@@ -35,10 +35,17 @@ def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | No
     as the wire encoders expect them whatever type Spark's functions chose. `param_values`
     None describes the query: every parameter is a NULL of its type, so the columns come
     out as they will when it runs with values."""
+    return to_spark_query(rel, table_name, output_types, param_values).sql(dialect="spark")
+
+
+def to_spark_query(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
+                   param_values: dict[int, object] | None = None) -> exp.Query:
+    """`to_spark`'s query as a sqlglot tree (Spark dialect), for planners that reshape it:
+    the SUBSCRIBE dataflow (planner.dataflow) derives its delta queries from it."""
     query = _Generator(table_name, param_values).query(rel)
     if output_types is not None:
         query = _cast_outputs(query, output_types)
-    return query.sql(dialect="spark")
+    return query
 
 
 def _cast_outputs(query: exp.Query, types: list[SqlType]) -> exp.Query:

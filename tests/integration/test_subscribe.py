@@ -195,12 +195,7 @@ class Oracle:
     def __init__(self, server, workers: int = 6) -> None:
         self.conns: queue.Queue = queue.Queue()
         for _ in range(workers):
-            conn = connect(server)
-            # SUBSCRIBE's planner still reads the sqlglot path's query shapes (issue 20 item 3),
-            # so its column types are that path's (avg(int) a double, not PostgreSQL's
-            # numeric): its answers are compared with the same path's SELECT.
-            conn.execute("SET sql_frontend = sqlglot")
-            self.conns.put(conn)
+            self.conns.put(connect(server))
         self.pool = ThreadPoolExecutor(workers)
 
     def _run(self, query: str, ts: int):

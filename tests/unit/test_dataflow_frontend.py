@@ -1,0 +1,91 @@
+"""A SUBSCRIBE's dataflow chosen from the Spark query the default front end generates
+(planner.sql via server.bound_query): the same strategies as the sqlglot path's shapes
+get, and the columns and types SELECT gives. Pure: no Spark, no sockets."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.dataflow import plan_dataflow
+from planner.translate import TableSource
+from planner.types import column_type
+from server import bound_query
+from server.catalog import Catalog
+from server.catalog_items import Column, Item
+
+COLUMNS = (("a", column_type("integer")), ("b", column_type("bigint")), ("s", column_type("text")),
+           ("n", column_type("numeric", (12, 4))))
+
+
+def _catalog() -> Catalog:
+    catalog = Catalog()
+    for i, name in enumerate(("t", "u")):
+        catalog.items[f"u{i}"] = Item(f"u{i}", name, "table", tuple(Column(c, t) for c, t in COLUMNS), 1)
+    catalog.items["u9"] = Item("u9", "v", "view", (Column("a", column_type("integer")),
+                                                   Column("b", column_type("bigint"))),
+                               1, sql="SELECT a, b FROM t WHERE b > 1")
+    return catalog
+
+
+CATALOG = _catalog()
+
+
+def _resolver_for(views):
+    def resolve(name):
+        item = CATALOG.get(name)
+        views[item.id] = (f"__sw_{name}", item)
+        return TableSource(f"__sw_{name}", {c.name: c.type.spark for c in item.columns})
+    return resolve
+
+
+def bound(sql: str) -> bound_query.BoundQuery:
+    out = bound_query.plan(sql, CATALOG, _resolver_for)
+    assert out is not None, sql
+    return out
+
+
+@pytest.mark.parametrize(("sql", "strategy"), [
+    ("SELECT * FROM t", "linear"),
+    ("SELECT a, upper(s), n * 2 FROM t WHERE b > 1", "linear"),
+    ("SELECT a FROM v WHERE a < 3", "linear"),
+    ("SELECT a FROM t UNION ALL SELECT a FROM u", "linear"),
+    ("WITH c AS (SELECT a, s FROM t WHERE a > 0) SELECT s FROM c", "linear"),
+    ("SELECT a, count(*), sum(b), min(s), max(b), avg(b), avg(n) FROM t GROUP BY a", "aggregate"),
+    ("SELECT count(*) FROM t", "aggregate"),
+    ("SELECT s, avg(a) FROM t GROUP BY s", "aggregate"),
+    ("SELECT t.a, u.s FROM t JOIN u ON t.a = u.a WHERE u.b > 0", "join"),
+    ("SELECT t.a FROM t LEFT JOIN u ON t.a = u.a", "recompute"),
+    ("SELECT a, count(*) FROM t GROUP BY a HAVING count(*) > 1", "recompute"),
+    ("SELECT a, sum(b) + 1 FROM t GROUP BY a", "recompute"),
+    ("SELECT a, CAST(avg(b) AS integer) FROM t GROUP BY a", "recompute"),
+    ("SELECT DISTINCT a FROM t", "recompute"),
+    ("SELECT a FROM t UNION SELECT a FROM u", "recompute"),
+    ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "recompute"),
+    ("SELECT count(DISTINCT a) FROM t", "recompute"),
+])
+def test_strategy_of_the_generated_query(sql, strategy):
+    plan = plan_dataflow(bound(sql).tree)
+    assert plan.strategy == strategy, plan.explain()
+
+
+def test_an_aggregate_keeps_the_output_order_and_its_keys():
+    # The aggregate's outputs come back in the query's order whatever order the generated
+    # inner SELECT lists them in, and its group key is the key the partials group by.
+    plan = plan_dataflow(bound("SELECT max(b), a, count(*) FROM t GROUP BY a").tree)
+    agg = plan.aggregate
+    assert agg.outputs == (("agg", 0), ("key", 0), ("agg", 1))
+    assert [a.kind for a in agg.aggregates] == ["max", "count_star"]
+    assert agg.key_count == 1 and "GROUP BY" in agg.partial_sql
+
+
+def test_reads_name_the_views_too():
+    # DROP VIEW v ends a SUBSCRIBE over it: the view is among what the query reads.
+    b = bound("SELECT a FROM v")
+    assert b.reads == {"u9": "v", "u0": "t"}
+    assert set(b.views) == {"u0"}  # what Spark reads: the table under the view
+
+
+def test_types_are_postgresql_s():
+    # avg(integer) is numeric in PostgreSQL (the sqlglot path gave a double).
+    b = bound("SELECT s, avg(a), sum(b) FROM t GROUP BY s")
+    assert [t.base.name for t in b.types] == ["text", "numeric", "numeric"]
