@@ -362,6 +362,13 @@ QUERIES = {
     "from_subquery_aggregate": "SELECT g.r, g.n FROM (SELECT region AS r, count(*) AS n FROM sh_orders "
                                "GROUP BY region) AS g WHERE g.n > 1",
     "scalar_subquery": "SELECT id, amount - (SELECT min(amount) FROM sh_orders) AS above_min FROM sh_orders",
+    # Queries the sqlglot path answered wrongly or refused; SUBSCRIBE plans them as SELECT does.
+    "parenthesized_cross_join": "SELECT count(*) AS n FROM (sh_orders AS a CROSS JOIN sh_regions b)",
+    "join_using_star": "SELECT * FROM sh_orders JOIN sh_regions USING (region)",
+    "cte_join": "WITH big AS (SELECT id, region FROM sh_orders WHERE amount > 6) "
+                "SELECT b.id, r.zone FROM big b JOIN sh_regions r ON b.region = r.region",
+    "aggregate_of_join": "SELECT r.zone, count(*) AS n, avg(o.amount) AS mean FROM sh_orders o "
+                         "JOIN sh_regions r USING (region) GROUP BY r.zone",
 }
 SHAPES.update({name: (f"({q})", q) for name, q in QUERIES.items()})
 
@@ -468,6 +475,14 @@ def test_output_columns_and_types(server, conn):
                                  ("kk", INT4), ("bb", INT8)]
     assert [(d, r) for _, d, r in plain.check.data] == [(1, ("a", 2, 11))]
     plain.close()
+
+    # PostgreSQL's types, as SELECT gives them: avg(integer) and sum(bigint) are numeric.
+    typed = Feed(server, f"SUBSCRIBE (SELECT k, avg(k) AS a, sum(b) AS s FROM {t} GROUP BY k)", progress=False)
+    typed.fetch("1s")
+    assert typed.description == [("mz_timestamp", NUMERIC), ("mz_diff", INT8), ("k", INT4),
+                                 ("a", NUMERIC), ("s", NUMERIC)]
+    assert [(d, r) for _, d, r in typed.check.data] == [(1, (1, 1, 10))]
+    typed.close()
 
 
 @pytest.mark.parametrize("form, snapshot, progress", [
