@@ -31,8 +31,9 @@ clean:
 
 # The sqllogictest conformance run against a real PostgreSQL 15 (tests/slt/README.md): every
 # record of every file by default (hours on 2 cores); `make conformance SAMPLE=20` runs every
-# 20th query of the third-party files. Writes its figures to CONFORMANCE.md.
+# 20th query of the third-party files. Writes its figures to CONFORMANCE.md and README.md.
 .PHONY: conformance
 SAMPLE ?= 1
 conformance: $(STAMP)
 	$(PY) -m tests.slt --sample $(SAMPLE) --report CONFORMANCE.md
+	$(PY) -m tests.readme_catalog --write
