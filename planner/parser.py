@@ -331,7 +331,8 @@ def _insert(s: Scanner) -> st.Insert:
     alias = target.args.get("alias")
     return st.Insert(table_name(target), columns, source,
                      tuple(returning.expressions) if returning else (),
-                     _on_conflict(tree.args.get("conflict")), folded_name(alias.this) if alias else None)
+                     _on_conflict(tree.args.get("conflict")), folded_name(alias.this) if alias else None,
+                     s.text)
 
 
 def _on_conflict(node: exp.OnConflict | None) -> st.OnConflict | None:
@@ -390,7 +391,8 @@ def _update(s: Scanner) -> st.Update:
     alias = tree.this.alias or None
     returning = tree.args.get("returning")
     return st.Update(table_name(tree.this), alias, tuple(assignments),
-                     where.this if where is not None else None, tuple(returning.expressions) if returning else ())
+                     where.this if where is not None else None, tuple(returning.expressions) if returning else (),
+                     s.text)
 
 
 def _delete(s: Scanner) -> st.Delete:
@@ -403,7 +405,8 @@ def _delete(s: Scanner) -> st.Delete:
     where = tree.args.get("where")
     returning = tree.args.get("returning")
     return st.Delete(table_name(tree.this), tree.this.alias or None,
-                     where.this if where is not None else None, tuple(returning.expressions) if returning else ())
+                     where.this if where is not None else None, tuple(returning.expressions) if returning else (),
+                     s.text)
 
 
 # -- hand-parsed statements ---------------------------------------------------------

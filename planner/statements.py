@@ -107,6 +107,7 @@ class Insert(Statement):
     returning: tuple[exp.Expression, ...] = ()
     on_conflict: OnConflict | None = None
     alias: str | None = None  # INSERT INTO t AS alias: how ON CONFLICT's expressions name t
+    text: str = ""  # the statement as written: what planner.sql binds its query from
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class Update(Statement):
     assignments: tuple[tuple[str, exp.Expression], ...]
     where: exp.Expression | None
     returning: tuple[exp.Expression, ...] = ()
+    text: str = ""  # the statement as written: what planner.sql binds
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class Delete(Statement):
     alias: str | None
     where: exp.Expression | None
     returning: tuple[exp.Expression, ...] = ()
+    text: str = ""  # the statement as written: what planner.sql binds
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,13 @@ PostgreSQL's and reaches the client.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from planner import pg_parse
-from planner.sql import bind, coerce, numeric_scale, spark_sql
+from planner.sql import bind, coerce, dml, numeric_scale, spark_sql
 from planner.sql import plan as p
 from planner.translate import TableSource
 from planner.types import SqlType
@@ -72,8 +73,8 @@ _CACHE: OrderedDict[tuple, _Bound] = OrderedDict()
 _CACHE_SIZE = 512
 
 
-def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType]) -> _Bound:
-    key = (text, tuple(sorted(param_types.items())))
+def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _Dml | None = None) -> _Bound:
+    key = (text, tuple(sorted(param_types.items())), write.targets if write is not None else None)
     hit = _CACHE.get(key)
     if hit is not None and all(catalog.get(name) is item for name, item in hit.seen):
         _CACHE.move_to_end(key)
@@ -81,8 +82,16 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType]) -> _Boun
     relations = _Relations(catalog)
     try:
         node = pg_parse.parse_one(text)
+        if write is not None:
+            relations.seen[write.table] = catalog.get(write.table)  # its columns shaped the query
+            node = write.build(node)
+            if node is None:
+                raise p.NotYet("this form of the statement is not covered by this front end yet")
         types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
-        rel = bind.Binder(relations, text, types).query(node)
+        binder = bind.Binder(relations, text, types, resolve_unknowns=write is None or write.cast_from is None)
+        rel = binder.query(node)
+        if write is not None and write.cast_from is not None:
+            rel = dml.cast_columns(rel, write.targets, write.cast_from)
         cols = p.columns(rel)
         out_types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
         bound = _Bound(rel, tuple(relations.seen.items()), [c.name for c in cols], out_types)
@@ -94,14 +103,41 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType]) -> _Boun
     return bound
 
 
+@dataclass(frozen=True)
+class _Dml:
+    """INSERT … SELECT, UPDATE or DELETE as the query computing its rows (planner.sql.dml)."""
+
+    table: str
+    targets: tuple[dml.Target, ...]
+    build: Callable[[pg_parse.Node], pg_parse.Node | None]
+    cast_from: int | None  # the first column cast to the targets' types once bound (None: none)
+
+
+def plan_write(text: str, table: str, targets: Sequence[dml.Target], catalog: Catalog, resolver_for,
+               param_values: dict[int, object] | None = None,
+               param_types: dict[int, SqlType] | None = None) -> BoundQuery | None:
+    """The Spark SQL computing the rows of the INSERT, UPDATE or DELETE `text` on `table`
+    (see planner.sql.dml for the columns of each), or None where this front end does not
+    cover the statement yet."""
+    targets = tuple(targets)
+    kind = pg_parse.node_type(pg_parse.parse_one(text))
+    build: Callable[[pg_parse.Node], pg_parse.Node | None] = {
+        "InsertStmt": dml.insert_query,
+        "UpdateStmt": lambda node: dml.update_select(node, table, targets),
+        "DeleteStmt": lambda node: dml.delete_select(node, targets),
+    }[kind]
+    cast_from = {"InsertStmt": 0, "UpdateStmt": len(targets)}.get(kind)  # UPDATE: its new values
+    return plan(text, catalog, resolver_for, param_values, param_types, _Dml(table, targets, build, cast_from))
+
+
 def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, object] | None = None,
-         param_types: dict[int, SqlType] | None = None) -> BoundQuery | None:
+         param_types: dict[int, SqlType] | None = None, write: _Dml | None = None) -> BoundQuery | None:
     """The Spark SQL of a query, or None when this front end does not cover it yet.
 
     `resolver_for(views)` gives the coordinator's name resolver, noting reads in `views`;
     `param_values` None plans it for Describe (parameters as typed NULLs). Errors other
     than "not covered" are PostgreSQL's and are raised (and not remembered)."""
-    bound = _bind(text, catalog, param_types or {})
+    bound = _bind(text, catalog, param_types or {}, write)
     if bound.rel is None:
         return None
     views: dict[str, tuple[str, Item]] = {}

@@ -36,6 +36,7 @@ from planner.errors import (
 )
 from planner.params import literal
 from planner.parser import parse_one
+from planner.sql import dml
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
@@ -395,18 +396,35 @@ class Session:
     async def _queried_rows(self, item: Item, stmt: st.Insert, ctx: SessionContext, params, ptypes) -> pa.Table:
         """INSERT's rows computed by Spark (a query, or VALUES of expressions), as updates."""
         positions = writes.target_columns(item, stmt.columns)
-        source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes), self.catalog)
         as_of = self.coord.read_ts()
         overlay = self.txn.overlay() if self.txn else None
-        shape = await self.coord.query(source_sql, views, as_of, overlay, describe_only=True)
-        width = len(shape.names)
+        bound = self._bound_write(stmt, item, positions, params, ptypes)
+        if bound is not None:
+            source_sql, views, types = bound.spark_sql, bound.views, bound.types
+        else:
+            source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes), self.catalog)
+            types = (await self.coord.query(source_sql, views, as_of, overlay, describe_only=True)).types
+        width = len(types)
         if width > len(positions):
             raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
         if width < len(positions) and stmt.columns is not None:
             raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions")
-        wrapped = writes.coerce_sql(item, positions[:width], source_sql, width, shape.types)
+        wrapped = writes.coerce_sql(item, positions[:width], source_sql, width, types)
         result = await self.coord.query(wrapped, views, as_of, overlay, group=self.group)
         return writes.arrow_to_updates(item, result.table, +1)
+
+    def _bound_write(self, stmt: st.Insert | st.Update | st.Delete, item: Item, positions: list[int],
+                     params, ptypes) -> bound_query.BoundQuery | None:
+        """The rows a write computes, through the front end of our own (as `_bound`): for
+        INSERT the query's, cast to the target columns at `positions`; for UPDATE and
+        DELETE every column of the rows they change (planner.sql.dml)."""
+        if self.settings.get("sql_frontend") != "postgres" or not stmt.text:
+            return None
+        targets = [dml.Target(item.columns[pos].name, item.columns[pos].type,
+                              cast=not writes.parsed_in_python(item.columns[pos].type)) for pos in positions]
+        return bound_query.plan_write(stmt.text, item.name, targets, self.catalog,
+                                      lambda views: self.coord.resolver(views, self.context(), self.catalog),
+                                      params, ptypes)
 
     async def _table_query(self, select: exp.Expression) -> pa.Table:
         """A SELECT over the catalog as this session sees it, at the latest timestamp."""
@@ -423,7 +441,7 @@ class Session:
         return Rows(tag, [name for name, _ in returning], [item.columns[pos].type for _, pos in returning],
                     writes.returned_rows(updates, returning))
 
-    async def _change(self, item: Item, select: exp.Expression, params, ptypes,
+    async def _change(self, item: Item, stmt: st.Update | st.Delete, select: exp.Expression, params, ptypes,
                       with_new: bool) -> tuple[int, pa.Table]:
         """The rows changed, and the rows RETURNING reads: the new ones for UPDATE, the old
         ones for DELETE."""
@@ -432,7 +450,12 @@ class Session:
 
         async def work() -> dict[str, pa.Table]:
             nonlocal count
-            spark_sql, views = self.coord.plan_query(select, self.context(), self._bind(params, ptypes), self.catalog)
+            bound = self._bound_write(stmt, item, list(range(len(item.columns))), params, ptypes)
+            if bound is not None:
+                spark_sql, views = bound.spark_sql, bound.views
+            else:
+                spark_sql, views = self.coord.plan_query(select, self.context(), self._bind(params, ptypes),
+                                                         self.catalog)
             overlay = self.txn.overlay() if self.txn else None
             result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay,
                                             group=self.group)
@@ -453,13 +476,13 @@ class Session:
     async def _update(self, stmt: st.Update, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "update")
         returning = writes.returning_columns(item, stmt.returning, "UPDATE") if stmt.returning else None
-        count, rows = await self._change(item, writes.update_select(item, stmt), params, ptypes, True)
+        count, rows = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True)
         return self._returning(f"UPDATE {count}", item, rows, returning)
 
     async def _delete(self, stmt: st.Delete, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "delete from")
         returning = writes.returning_columns(item, stmt.returning, "DELETE") if stmt.returning else None
-        count, rows = await self._change(item, writes.delete_select(item, stmt), params, ptypes, False)
+        count, rows = await self._change(item, stmt, writes.delete_select(item, stmt), params, ptypes, False)
         return self._returning(f"DELETE {count}", item, rows, returning)
 
     # -- DDL -----------------------------------------------------------------------

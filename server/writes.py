@@ -294,7 +294,7 @@ def check_value(item: Item, pos: int, value: object) -> object:
 
 # -- everything else, through Spark ---------------------------------------------------
 
-def _parsed_in_python(t: SqlType) -> bool:
+def parsed_in_python(t: SqlType) -> bool:
     """Text Spark cannot cast to `t` as PostgreSQL would ('\\x..' bytea, '{..}' arrays)."""
     return t.is_array or t.base.name == "bytea"
 
@@ -309,7 +309,7 @@ def coerce_sql(item: Item, positions: list[int], source_sql: str, width: int,
         if pos in by_pos:
             value = f"__v{by_pos[pos]}"
             source = source_types[by_pos[pos]] if source_types else None
-            if source is not None and source.spark == "STRING" and _parsed_in_python(column.type):
+            if source is not None and source.spark == "STRING" and parsed_in_python(column.type):
                 # Left as text: arrow_to_updates reads it with PostgreSQL's input syntax.
                 cols.append(f"CAST({value} AS STRING) AS {physical(pos)}")
                 continue
@@ -346,7 +346,7 @@ def _checked_column(item: Item, pos: int, col: pa.ChunkedArray) -> pa.ChunkedArr
     if column.not_null and col.null_count:
         raise SqlError(NOT_NULL_VIOLATION,
                        f'null value in column "{column.name}" of relation "{item.name}" violates not-null constraint')
-    if pa.types.is_string(col.type) and _parsed_in_python(t):
+    if pa.types.is_string(col.type) and parsed_in_python(t):
         values = [None if v is None else check_value(item, pos, decode_text(t, v.encode()))
                   for v in col.to_pylist()]
         return pa.chunked_array([pa.array(values, arrow_type(t))])
@@ -376,7 +376,7 @@ def update_select(item: Item, stmt: st.Update) -> exp.Select:
     old = [exp.alias_(exp.column(n, quoted=True), f"__old{i}") for i, n in enumerate(names)]
     for i, n in enumerate(names):
         value, t = assigned.get(n), item.columns[i].type
-        if isinstance(value, exp.Literal) and value.is_string and _parsed_in_python(t):
+        if isinstance(value, exp.Literal) and value.is_string and parsed_in_python(t):
             assigned[n] = literal(decode_text(t, value.this.encode()), t)
     new = [exp.alias_(exp.Cast(this=assigned[n].copy(), to=exp.DataType.build(item.columns[i].type.spark, dialect="spark"))
                       if n in assigned else exp.column(n, quoted=True), f"__new{i}")

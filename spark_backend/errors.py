@@ -110,6 +110,8 @@ def _out_of_range(p: dict) -> tuple[str, str]:
     target = _RANGE_NAMES.get(str(p.get("targetType", "")))
     if target is not None:
         return "22003", f"{target} out of range"
+    if "precision" in p and "scale" in p:  # a value beyond a numeric(p, s): PostgreSQL's words
+        return "22003", "numeric field overflow"
     return "22003", "value out of range" + (
         f": {_param(p, 'value')}" if "value" in p else ""
     )

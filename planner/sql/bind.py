@@ -72,6 +72,9 @@ class Binder:
     param_types: list[SqlType] = field(default_factory=list)
     _levels: list[_Level] = field(default_factory=list)
     _ctes: list[dict[str, p.Rel]] = field(default_factory=list)  # WITH queries in scope, innermost last
+    # False for the query of INSERT … SELECT (and the SELECT an UPDATE becomes): its output
+    # columns of unknown type stay unknown, to take the target column's type as PostgreSQL's do.
+    resolve_unknowns: bool = True
 
     # -- queries --------------------------------------------------------------------------
 
@@ -188,6 +191,8 @@ class Binder:
         return _coerce(e, coerce.BIGINT, context=f"argument of {clause}")
 
     def _simple_select(self, s: dict, set_branch: bool = False) -> p.Rel:
+        keep_unknown = not self.resolve_unknowns  # only the outermost SELECT's outputs
+        self.resolve_unknowns = True
         rel, scope = self._from(s.get("fromClause") or [])
         level = _Level(scope)
         self._levels.append(level)
@@ -198,7 +203,8 @@ class Binder:
             level.aggregates, level.agg_context = [], ""
             # An output column still of unknown type (`SELECT 'x'`) is text, as PostgreSQL
             # resolves it, except in a set operation's branch, where the other branches decide.
-            targets = [(n, _coerce(e, coerce.TEXT) if e.type == coerce.UNKNOWN and not set_branch else e)
+            targets = [(n, _coerce(e, coerce.TEXT) if e.type == coerce.UNKNOWN and not (set_branch or keep_unknown)
+                        else e)
                        for n, e in self._targets(s.get("targetList") or [], scope)]
             names = [n for n, _ in targets]
             exprs = [e for _, e in targets]

@@ -88,6 +88,33 @@ def can_coerce(source: SqlType, target: SqlType) -> bool:
     return target.base.name in _IMPLICIT.get(source.base.name, ())
 
 
+# pg_cast entries with castcontext 'a' between our types, beyond the implicit ones: what
+# INSERT and UPDATE convert without being asked (source → targets).
+_ASSIGNMENT = {
+    "bigint": ("smallint", "integer"),
+    "integer": ("smallint",),
+    "numeric": ("smallint", "integer", "bigint"),
+    "real": ("smallint", "integer", "bigint", "numeric"),
+    "double precision": ("smallint", "integer", "bigint", "numeric", "real"),
+    "timestamp without time zone": ("date", "time without time zone"),
+    "timestamp with time zone": ("date", "time without time zone", "timestamp without time zone"),
+    "interval": ("time without time zone",),
+    "json": ("jsonb",),
+    "jsonb": ("json",),
+}
+
+
+def can_assign(source: SqlType, target: SqlType) -> bool:
+    """Whether INSERT or UPDATE stores a `source` value in a `target` column (PostgreSQL's
+    assignment coercion: implicit and assignment casts, and any type's text form into a
+    string column)."""
+    if can_coerce(source, target):
+        return True
+    if source.is_array or target.is_array:
+        return source.is_array and target.is_array and can_assign(SqlType(source.base), SqlType(target.base))
+    return category(target) == "S" or target.base.name in _ASSIGNMENT.get(source.base.name, ())
+
+
 def _same(a: SqlType, b: SqlType) -> bool:
     return a.base.name == b.base.name and a.is_array == b.is_array
 

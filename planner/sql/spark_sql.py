@@ -166,7 +166,7 @@ class _Generator:
         q = exp.select(*(_as(e, i) for i, e in enumerate(keys + aggs)))
         if source is not None:
             q = q.from_(source)
-        return q.group_by(*keys) if keys else q
+        return q.group_by(*(_not_ordinal(k.copy()) for k in keys)) if keys else q
 
     def _aggregate(self, a: p.AggCall, cols) -> exp.Expression:
         if a.func.name in _DOUBLE_ONLY_AGGREGATES and a.type.base.name == "numeric":
@@ -208,7 +208,8 @@ class _Generator:
 
     def _order_limit(self, q: exp.Select, top: p.TopK, cols: list[exp.Expression]) -> exp.Select:
         if top.order:
-            q = q.order_by(*(exp.Ordered(this=cols[k.index].copy(), desc=k.descending, nulls_first=k.nulls_first)
+            q = q.order_by(*(exp.Ordered(this=_not_ordinal(cols[k.index].copy()), desc=k.descending,
+                                         nulls_first=k.nulls_first)
                              for k in top.order))
         if top.limit is not None:
             q = q.limit(self._count(top.limit))
@@ -331,6 +332,14 @@ _CHAR_LENGTHS = ("length", "char_length", "character_length")
 _DOUBLE_ONLY_AGGREGATES = frozenset({"var_pop", "var_samp", "variance", "stddev", "stddev_pop", "stddev_samp"})
 _INTEGERS = ("smallint", "integer", "bigint")
 _FLOATS = ("real", "double precision")
+
+
+def _not_ordinal(e: exp.Expression) -> exp.Expression:
+    """A sort or group key as Spark must read it: Spark takes an integer constant there for
+    an output ordinal (`ORDER BY 8`), where the key here is the constant itself."""
+    if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
+        return exp.Cast(this=e, to=exp.DataType.build("DECIMAL(38, 0)"))
+    return e
 
 
 def _rounded_for(source: SqlType, target: SqlType) -> str | None:

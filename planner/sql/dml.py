@@ -1,0 +1,134 @@
+"""INSERT … SELECT, UPDATE and DELETE as the SELECT that computes their rows, built from
+PostgreSQL's parse tree of the statement, so that the front end binds them as it binds a
+query: PostgreSQL's names, types, operators and functions, and error positions in the
+statement as written (the nodes keep their locations).
+
+- INSERT … SELECT: the query, its columns cast to the target columns' types once bound;
+- UPDATE: `SELECT <every column>, <every column's new value> FROM t [AS a] WHERE …`: the
+  old rows and the new ones in one pass, the new values cast to the columns' types once bound;
+- DELETE: `SELECT <every column> FROM t [AS a] WHERE …`.
+
+A value is converted as PostgreSQL's assignment does: a cast where PostgreSQL has an
+implicit or assignment cast (or into a string column), 42804 `column "a" is of type integer
+but expression is of type text` where it has none; an untyped literal takes the column's
+type. The cast is to the column's type without a length (a too-long value is refused with
+22001 where the row is stored, never cut). A value written as text to a type Spark cannot
+read text as PostgreSQL does (bytea, arrays) is left as text: the write reads it with the
+type's input function.
+
+Pure: parse-tree dicts in, parse-tree dicts (or plans) out. None where the statement has a
+shape this does not cover (INSERT … VALUES, DEFAULT VALUES, UPDATE … SET (a, b) = …, a
+subscripted target), which then takes the older path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.errors import SqlError
+from planner.pg_parse import Node, node_type
+from planner.sql import coerce
+from planner.sql import plan as p
+from planner.sql.scope import UNDEFINED_COLUMN
+from planner.types import SqlType, lookup
+
+DATATYPE_MISMATCH = "42804"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A column the statement writes: its name, its type, and whether the value is cast to it
+    here (False: left as it comes, for the write to read text with the type's input)."""
+
+    name: str
+    type: SqlType
+    cast: bool = True
+
+
+def insert_query(stmt: Node) -> Node | None:
+    """INSERT's query (its columns are cast to the targets by `cast_columns`, once bound)."""
+    query = stmt["InsertStmt"].get("selectStmt")
+    if query is None or node_type(query) != "SelectStmt" or query["SelectStmt"].get("valuesLists"):
+        return None  # VALUES takes the target's types row by row, not as a query's
+    return query
+
+
+def cast_columns(rel: p.Rel, targets: Sequence[Target], first: int = 0) -> p.Rel:
+    """`rel` with its columns from `first` on cast to their targets' types (`cast_type`),
+    by PostgreSQL's assignment rules (42804 for a value the column cannot take); any
+    column past the targets as it is (the write refuses more expressions than targets)."""
+    cols = p.columns(rel)
+    exprs = []
+    for i, c in enumerate(cols):
+        k = i - first
+        target = targets[k] if 0 <= k < len(targets) else None
+        to = cast_type(target) if target is not None else None
+        ref = p.ColRef(0, i, c.type)
+        if to is None or to == c.type:
+            exprs.append(ref)
+            continue
+        if not coerce.can_assign(c.type, target.type):
+            raise SqlError(DATATYPE_MISMATCH, f'column "{target.name}" is of type {target.type.display()} '
+                                              f"but expression is of type {c.type.display()}",
+                           hint="You will need to rewrite or cast the expression.")
+        exprs.append(p.Cast(ref, to))
+    names = tuple(c.name for c in cols)
+    return p.Project(p.Map(rel, tuple(exprs), names), tuple(range(len(cols), 2 * len(cols))), names)
+
+
+def cast_type(target: Target) -> SqlType | None:
+    """The type a value written to `target` is cast to; None: left as it comes."""
+    if not target.cast:
+        return None
+    t = target.type
+    # char(n) and varchar(n) are stored from text: the write pads or refuses (22001) as
+    # PostgreSQL's assignment does, where a cast to the bare type would cut to one character.
+    if t.base.name in ("character", "character varying"):
+        return SqlType(lookup("text"), -1, t.is_array)
+    return t
+
+
+def update_select(stmt: Node, table: str, columns: Sequence[Target]) -> Node | None:
+    """The old row's columns, then the new row's, of every row UPDATE changes."""
+    up = stmt["UpdateStmt"]
+    relation = up["relation"]
+    name = relation.get("alias", {}).get("aliasname") or relation["relname"]
+    by_name = {c.name: c for c in columns}
+    assigned: dict[str, Node] = {}
+    for item in up.get("targetList", []):
+        res = item["ResTarget"]
+        if res.get("indirection") or node_type(res["val"]) == "MultiAssignRef":
+            return None
+        if res["name"] not in by_name:
+            raise SqlError(UNDEFINED_COLUMN, f'column "{res["name"]}" of relation "{table}" does not exist',
+                           position=res.get("location", -1) + 1 or None)
+        assigned[res["name"]] = res["val"]
+    old = [_column(name, c.name) for c in columns]
+    new = [assigned.get(c.name) or _column(name, c.name) for c in columns]
+    return _select(old + new, [{"RangeVar": relation}, *up.get("fromClause", [])], up.get("whereClause"))
+
+
+def delete_select(stmt: Node, columns: Sequence[Target]) -> Node:
+    """Every column of every row DELETE removes."""
+    de = stmt["DeleteStmt"]
+    relation = de["relation"]
+    name = relation.get("alias", {}).get("aliasname") or relation["relname"]
+    return _select([_column(name, c.name) for c in columns], [{"RangeVar": relation}, *de.get("usingClause", [])],
+                   de.get("whereClause"))
+
+
+def _select(values: list[Node], from_: list[Node], where: Node | None = None) -> Node:
+    select: dict = {"targetList": [{"ResTarget": {"val": v}} for v in values], "fromClause": from_,
+                    "limitOption": "LIMIT_OPTION_DEFAULT", "op": "SETOP_NONE"}
+    if where is not None:
+        select["whereClause"] = where
+    return {"SelectStmt": select}
+
+
+def _column(table: str, name: str) -> Node:
+    return {"ColumnRef": {"fields": [_string(table), _string(name)]}}
+
+
+def _string(s: str) -> Node:
+    return {"String": {"sval": s}}
