@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds before a statement counts as a hang")
     p.add_argument("--sparkwire-dsn", help="use this running sparkwire instead of starting one")
     p.add_argument("--sql-frontend", choices=("sqlglot", "postgres"),
-                   help="the sessions' sql_frontend (default: the server's, sqlglot)")
+                   help="the sessions' sql_frontend (default: the server's, postgres)")
     p.add_argument("--postgres-only", action="store_true", help="check the files against PostgreSQL alone")
     p.add_argument("--report", metavar="PATH", help="write the figures as markdown (CONFORMANCE.md)")
     p.add_argument("--wrong-list", metavar="PATH", help="write every silent wrong answer and hang, one a line")
