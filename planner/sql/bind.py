@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from planner import functions, operators, typeof
 from planner.codecs.text_in import decode_text
-from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, WRONG_OBJECT_TYPE, SqlError
 from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.sql import coerce
@@ -26,6 +26,8 @@ from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeCol
 from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
 GROUPING_ERROR = "42803"
+WINDOWING_ERROR = "42P20"
+_DEFAULT_FRAME = 1058  # FRAMEOPTION_DEFAULTS: RANGE UNBOUNDED PRECEDING to CURRENT ROW
 _INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
 CARDINALITY_VIOLATION = "21000"
 INVALID_COLUMN_REFERENCE = "42P10"
@@ -641,7 +643,7 @@ class Binder:
         if name == typeof.NAME and schema in (None, "pg_catalog") and n.get("over") is None:
             return self._pg_typeof(n, where)
         if n.get("over") is not None:
-            raise p.NotYet("window functions are not supported yet", position=where)
+            return self._window_call(n, name, schema, where)
         if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_within_group"):
             raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
         overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")]
@@ -690,6 +692,51 @@ class Binder:
             level.aggregates.append(p.AggCall(func, bound, bool(n.get("agg_distinct")), result))
             return _AggSlot(len(level.aggregates) - 1, result)
         return p.Call(func, bound, result)
+
+    def _window_call(self, n: dict, name: str, schema: str | None, where: int | None) -> p.Expr:
+        """`f(...) OVER (PARTITION BY ... ORDER BY ...)`: a window function, or an aggregate
+        over the window (not one of the query's aggregates: it keeps every row)."""
+        level = self._levels[-1] if self._levels else None
+        if level is None or level.aggregates is None:
+            if level is not None and level.agg_context:
+                raise SqlError(WINDOWING_ERROR, f"window functions are not allowed in {level.agg_context}",
+                               position=where)
+            raise SqlError(GROUPING_ERROR, "aggregate function calls cannot contain window function calls",
+                           position=where)
+        over = n["over"]
+        if over.get("name") or over.get("refname"):
+            raise p.NotYet("named windows are not supported yet", position=where)
+        if over.get("frameOptions", _DEFAULT_FRAME) != _DEFAULT_FRAME:
+            raise p.NotYet("window frames other than the default are not supported yet", position=where)
+        if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_distinct"):
+            raise p.NotYet("DISTINCT, ORDER BY or FILTER in a window aggregate is not supported yet",
+                           position=where)
+        named = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")]
+        overloads = [f for f in named if f.kind in (Kind.WINDOW, Kind.AGGREGATE)]
+        args = [] if n.get("agg_star") else [self.expr(a) for a in n.get("args") or ()]
+        if named and not overloads:
+            raise SqlError(WRONG_OBJECT_TYPE, f"OVER specified, but {name} is not a window function nor an "
+                                              "aggregate function", position=where)
+        if not overloads:
+            shown = ", ".join(a.type.display() for a in args)
+            raise SqlError("42883", f"function {name}({shown}) does not exist", position=where,
+                           hint="No function matches the given name and argument types. "
+                                "You might need to add explicit type casts.")
+        try:
+            func = coerce.resolve_function(name, overloads, [a.type for a in args])
+        except SqlError as err:
+            err.position = where
+            raise
+        params = coerce.expand_args(func, len(args))
+        bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
+        partition = tuple(self.expr(x) for x in over.get("partitionClause") or ())
+        order = []
+        for item in over.get("orderClause") or ():
+            sort = item["SortBy"]
+            key = _sort_key(0, sort)
+            order.append(p.WindowKey(self.expr(sort["node"]), key.descending, key.nulls_first))
+        return p.WindowCall(func, bound, partition, tuple(order),
+                            coerce.result_type(func.result, params, [a.type for a in bound]))
 
     def _pg_typeof(self, n: dict, where: int | None) -> p.Expr:
         """pg_typeof(x): x's type is known here, so the call is a constant."""

@@ -136,7 +136,30 @@ class AggCall:
     type: SqlType
 
 
-Expr = ColRef | Literal | Param | Call | OpCall | Cast | BoolOp | IsNull | Case | Coalesce | Subquery
+@dataclass(frozen=True)
+class WindowKey:
+    """An ORDER BY item of a window."""
+
+    expr: Expr
+    descending: bool
+    nulls_first: bool
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """A window function, or an aggregate over a window, in a select list or ORDER BY.
+    Its frame is PostgreSQL's default: with an ORDER BY, from the partition's start to the
+    current row's last peer (RANGE UNBOUNDED PRECEDING); without, the whole partition."""
+
+    func: Function
+    args: tuple[Expr, ...]
+    partition: tuple[Expr, ...]
+    order: tuple[WindowKey, ...]
+    type: SqlType
+
+
+Expr = (ColRef | Literal | Param | Call | OpCall | Cast | BoolOp | IsNull | Case | Coalesce | Subquery
+        | WindowCall)
 
 # -- relations -------------------------------------------------------------------------------
 

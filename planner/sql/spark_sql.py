@@ -20,6 +20,7 @@ from sqlglot import exp
 from planner import jsonb_calls, params, pg_functions
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
+from planner.functions import Kind
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.types import SqlType
@@ -185,6 +186,29 @@ class _Generator:
             call = _distinct_args(call)
         return call
 
+    def _window(self, w: p.WindowCall, cols) -> exp.Expression:
+        f, args = w.func, [self.scalar(x, cols) for x in w.args]
+        constant = _WINDOW_CONSTANTS.get(f.name)
+        if constant is not None:
+            # Spark takes the offset (lag, lead, nth_value) or the bucket count (ntile) only
+            # as a constant, which the catalog's template shows as a sample value.
+            value = w.args[constant] if constant < len(w.args) else None
+            if value is not None and not (isinstance(value, p.Literal) and isinstance(value.value, int)):
+                raise p.NotYet(f"{f.name} with a computed {'count' if f.name == 'ntile' else 'offset'} "
+                               "is not covered by this front end yet")
+            call = exp.Anonymous(this=f.name, expressions=args)
+        elif f.kind is Kind.AGGREGATE:
+            call = self._aggregate(p.AggCall(f, w.args, False, w.type), cols)
+        else:
+            _check_template(f.name, f.spark, len(args))
+            call = _template(f.spark, args)
+        if f.kind is Kind.AGGREGATE and not isinstance(call, (exp.AggFunc, exp.Anonymous)):
+            raise p.NotYet(f"{f.name} over a window is not covered by this front end yet")
+        order = [exp.Ordered(this=_not_ordinal(self.scalar(k.expr, cols)), desc=k.descending,
+                             nulls_first=k.nulls_first) for k in w.order]
+        return exp.Window(this=call, partition_by=[self.scalar(x, cols) for x in w.partition] or None,
+                          order=exp.Order(expressions=order) if order else None)
+
     def _fused(self, m: p.Map, outputs: tuple[int, ...], top: p.TopK | None = None) -> exp.Select:
         """Project ∘ [TopK ∘] Map [∘ Filter] as one SELECT: a correlated reference then
         stays in the subquery's own select list or WHERE, where Spark accepts it."""
@@ -285,6 +309,8 @@ class _Generator:
                 if _narrows_float(arg.type, t):
                     return _template(pg_functions.FLOAT4_NARROWING, [value, cast])
                 return cast
+            case p.WindowCall():
+                return self._window(e, cols)
             case p.BoolOp(kind=p.BoolKind.NOT, args=(arg,)):
                 return exp.Not(this=exp.Paren(this=self.scalar(arg, cols)))
             case p.BoolOp(kind=kind, args=args):
@@ -332,6 +358,10 @@ _CHAR_LENGTHS = ("length", "char_length", "character_length")
 _DOUBLE_ONLY_AGGREGATES = frozenset({"var_pop", "var_samp", "variance", "stddev", "stddev_pop", "stddev_samp"})
 _INTEGERS = ("smallint", "integer", "bigint")
 _FLOATS = ("real", "double precision")
+
+
+# Window functions whose argument at this position Spark takes only as a constant.
+_WINDOW_CONSTANTS = {"lag": 1, "lead": 1, "nth_value": 1, "ntile": 0}
 
 
 def _not_ordinal(e: exp.Expression) -> exp.Expression:
