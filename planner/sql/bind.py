@@ -671,19 +671,7 @@ class Binder:
         if star and not is_agg:
             raise SqlError(SYNTAX_ERROR, f"{name}(*) specified, but {name} is not an aggregate function",
                            position=where)
-        if not overloads:
-            shown = ", ".join(a.type.display() for a in args)
-            raise SqlError("42883", f"function {name}({shown}) does not exist", position=where,
-                           hint="No function matches the given name and argument types. "
-                                "You might need to add explicit type casts.")
-        try:
-            func = coerce.resolve_function(name, overloads, [a.type for a in args])
-        except SqlError as err:
-            err.position = where
-            raise
-        params = coerce.expand_args(func, len(args))
-        bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
-        result = coerce.result_type(func.result, params, [a.type for a in bound])
+        func, bound, result = _resolved_call(name, overloads, args, where)
         if func.kind is Kind.AGGREGATE:
             if bound and not any(_refers_at(a, 0) for a in bound) and any(_refers_outward(a, 1) for a in bound):
                 # PostgreSQL evaluates such an aggregate in the outer query that owns its columns.
@@ -717,26 +705,14 @@ class Binder:
         if named and not overloads:
             raise SqlError(WRONG_OBJECT_TYPE, f"OVER specified, but {name} is not a window function nor an "
                                               "aggregate function", position=where)
-        if not overloads:
-            shown = ", ".join(a.type.display() for a in args)
-            raise SqlError("42883", f"function {name}({shown}) does not exist", position=where,
-                           hint="No function matches the given name and argument types. "
-                                "You might need to add explicit type casts.")
-        try:
-            func = coerce.resolve_function(name, overloads, [a.type for a in args])
-        except SqlError as err:
-            err.position = where
-            raise
-        params = coerce.expand_args(func, len(args))
-        bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
+        func, bound, result = _resolved_call(name, overloads, args, where)
         partition = tuple(self.expr(x) for x in over.get("partitionClause") or ())
         order = []
         for item in over.get("orderClause") or ():
             sort = item["SortBy"]
             key = _sort_key(0, sort)
             order.append(p.WindowKey(self.expr(sort["node"]), key.descending, key.nulls_first))
-        return p.WindowCall(func, bound, partition, tuple(order),
-                            coerce.result_type(func.result, params, [a.type for a in bound]))
+        return p.WindowCall(func, bound, partition, tuple(order), result)
 
     def _pg_typeof(self, n: dict, where: int | None) -> p.Expr:
         """pg_typeof(x): x's type is known here, so the call is a constant."""
@@ -932,6 +908,25 @@ def _typed_literal(e: p.Literal, target: SqlType) -> p.Literal:
     if e.value is None:
         return p.Literal(None, target)
     return p.Literal(decode_text(target, str(e.value).encode()), target)
+
+
+def _resolved_call(name: str, overloads: list, args: list[p.Expr],
+                   where: int | None) -> tuple[functions.Function, tuple[p.Expr, ...], SqlType]:
+    """The catalog signature a call of `name` resolves to (PostgreSQL's 42883/42725 where none
+    or several fit), its arguments coerced to the signature's types, and its result type."""
+    if not overloads:
+        shown = ", ".join(a.type.display() for a in args)
+        raise SqlError("42883", f"function {name}({shown}) does not exist", position=where,
+                       hint="No function matches the given name and argument types. "
+                            "You might need to add explicit type casts.")
+    try:
+        func = coerce.resolve_function(name, overloads, [a.type for a in args])
+    except SqlError as err:
+        err.position = where
+        raise
+    params = coerce.expand_args(func, len(args))
+    bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
+    return func, bound, coerce.result_type(func.result, params, [a.type for a in bound])
 
 
 def _coerce_param(e: p.Expr, param: str) -> p.Expr:

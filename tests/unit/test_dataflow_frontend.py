@@ -7,39 +7,21 @@ from __future__ import annotations
 import pytest
 
 from planner.dataflow import plan_dataflow
-from planner.translate import TableSource
 from planner.types import column_type
 from server import bound_query
-from server.catalog import Catalog
-from server.catalog_items import Column, Item
+from tests.catalog_stub import catalog_of, resolver_for
 
 COLUMNS = (("a", column_type("integer")), ("b", column_type("bigint")), ("s", column_type("text")),
            ("n", column_type("numeric", (12, 4))))
 
 
-def _catalog() -> Catalog:
-    catalog = Catalog()
-    for i, name in enumerate(("t", "u")):
-        catalog.items[f"u{i}"] = Item(f"u{i}", name, "table", tuple(Column(c, t) for c, t in COLUMNS), 1)
-    catalog.items["u9"] = Item("u9", "v", "view", (Column("a", column_type("integer")),
-                                                   Column("b", column_type("bigint"))),
-                               1, sql="SELECT a, b FROM t WHERE b > 1")
-    return catalog
-
-
-CATALOG = _catalog()
-
-
-def _resolver_for(views):
-    def resolve(name):
-        item = CATALOG.get(name)
-        views[item.id] = (f"__sw_{name}", item)
-        return TableSource(f"__sw_{name}", {c.name: c.type.spark for c in item.columns})
-    return resolve
+CATALOG = catalog_of({"t": COLUMNS, "u": COLUMNS},
+                     {"v": ([("a", column_type("integer")), ("b", column_type("bigint"))],
+                            "SELECT a, b FROM t WHERE b > 1")})
 
 
 def bound(sql: str) -> bound_query.BoundQuery:
-    out = bound_query.plan(sql, CATALOG, _resolver_for)
+    out = bound_query.plan(sql, CATALOG, resolver_for(CATALOG))
     assert out is not None, sql
     return out
 
@@ -81,8 +63,8 @@ def test_an_aggregate_keeps_the_output_order_and_its_keys():
 def test_reads_name_the_views_too():
     # DROP VIEW v ends a SUBSCRIBE over it: the view is among what the query reads.
     b = bound("SELECT a FROM v")
-    assert b.reads == {"u9": "v", "u0": "t"}
-    assert set(b.views) == {"u0"}  # what Spark reads: the table under the view
+    assert b.reads == {"u3": "v", "u1": "t"}
+    assert set(b.views) == {"u1"}  # what Spark reads: the table under the view
 
 
 def test_types_are_postgresql_s():

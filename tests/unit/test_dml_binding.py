@@ -9,39 +9,23 @@ import pytest
 from planner import pg_parse
 from planner.errors import SqlError
 from planner.sql import coerce, dml
-from planner.translate import TableSource
 from planner.types import column_type
 from server import bound_query
-from server.catalog import Catalog
-from server.catalog_items import Column, Item
+from server.catalog_items import Column
+from tests.catalog_stub import catalog_of, resolver_for
 
 COLUMNS = (Column("a", column_type("integer")), Column("b", column_type("text")),
            Column("c", column_type("numeric", (8, 2))), Column("e", column_type("character varying", (3,))),
            Column("d", column_type("bytea")))
 
 
-def _catalog() -> Catalog:
-    catalog = Catalog()
-    catalog.items["u1"] = Item("u1", "t", "table", COLUMNS, 1)
-    catalog.items["u2"] = Item("u2", "s", "table", (Column("x", column_type("integer")),
-                                                    Column("y", column_type("text"))), 1)
-    return catalog
-
-
-CATALOG = _catalog()
+CATALOG = catalog_of({"t": [(c.name, c.type) for c in COLUMNS],
+                      "s": [("x", column_type("integer")), ("y", column_type("text"))]})
 TARGETS = [dml.Target(c.name, c.type, cast=c.type.base.name != "bytea") for c in COLUMNS]
 
 
-def _resolver_for(views):
-    def resolve(name):
-        item = CATALOG.get(name)
-        views[item.id] = (f"__sw_{name}", item)
-        return TableSource(f"__sw_{name}", {c.name: c.type.spark for c in item.columns})
-    return resolve
-
-
 def write(sql: str, targets=TARGETS):
-    return bound_query.plan_write(sql, "t", targets, CATALOG, _resolver_for)
+    return bound_query.plan_write(sql, "t", targets, CATALOG, resolver_for(CATALOG))
 
 
 def test_insert_select_casts_to_the_target_types():

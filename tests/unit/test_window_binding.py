@@ -7,33 +7,15 @@ from __future__ import annotations
 import pytest
 
 from planner.errors import SqlError
-from planner.translate import TableSource
 from planner.types import column_type
 from server import bound_query
-from server.catalog import Catalog
-from server.catalog_items import Column, Item
+from tests.catalog_stub import catalog_of, resolver_for
 
-
-def _catalog() -> Catalog:
-    catalog = Catalog()
-    catalog.items["u1"] = Item("u1", "w", "table", (Column("g", column_type("text")),
-                                                    Column("a", column_type("integer"))), 1)
-    return catalog
-
-
-CATALOG = _catalog()
-
-
-def _resolver_for(views):
-    def resolve(name):
-        item = CATALOG.get(name)
-        views[item.id] = (f"__sw_{name}", item)
-        return TableSource(f"__sw_{name}", {c.name: c.type.spark for c in item.columns})
-    return resolve
+CATALOG = catalog_of({"w": [("g", column_type("text")), ("a", column_type("integer"))]})
 
 
 def bound(sql: str):
-    return bound_query.plan(sql, CATALOG, _resolver_for)
+    return bound_query.plan(sql, CATALOG, resolver_for(CATALOG))
 
 
 def test_types_and_spark_form():
