@@ -52,10 +52,10 @@ _TEN = Decimal(10)
 _SUM = _aggregate("sum", "sum({0})")
 _SUM_WIDE = _aggregate("sum", "sum(cast({0} as decimal(38, 0)))")  # Spark's sum(bigint) overflows
 _COUNT = _aggregate("count", "count({0})")
-# The largest display scale among the values summed (a stored unconstrained numeric shows
-# the digits left once its trailing zeros are stripped): numeric_avg's sum has it.
-_MAX_DSCALE = _aggregate("max", "max(case " + " ".join(f"when {{0}} = round({{0}}, {k}) then {k}" for k in range(38))
-                         + " else 38 end)")
+# The largest display scale among the values summed, which numeric_avg's sum has: the digits
+# a value shows once its trailing zeros are stripped (Spark prints a decimal in full; its
+# comparisons across decimal types round, so they cannot tell).
+_MAX_DSCALE = _aggregate("max", "max(length(regexp_extract(cast({0} as string), '[.]([0-9]*[1-9])', 1)))")
 
 
 def rewrite(rel: p.Rel) -> p.Rel:

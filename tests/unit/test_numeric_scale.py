@@ -12,6 +12,7 @@ from planner.sql import bind, numeric_scale, spark_sql
 from planner.sql import plan as p
 from planner.types import column_type
 
+PER = numeric_scale.PER_VALUE
 TABLES = {"n": (("fixed", ("numeric", (10, 2))), ("free", ("numeric", ())), ("i", ("integer", ())),
                ("f", ("double precision", ())))}
 
@@ -32,8 +33,10 @@ def _scales(sql: str) -> list[int | None]:
     ("SELECT round(2.567, 2), round(2.5), trunc(-2.5), ceil(2.1), abs(-3.50)", [2, 0, 0, 0, 2]),
     ("SELECT fixed * i, fixed + free, sum(fixed), sum(i), max(fixed) + 0.1 FROM n GROUP BY i, fixed, free",
      [2, None, 2, None, 2]),  # sum(integer) is a bigint: no scale
-    # the value decides: division, avg, a stored unconstrained numeric, a float's digits
-    ("SELECT 1.0 / 3, avg(fixed), free, f::numeric FROM n GROUP BY free, f", [None, None, None, None]),
+    # the value decides: division and avg at the top are computed value by value (PER_VALUE);
+    # a stored unconstrained numeric, a float's digits, a nested division print their digits
+    ("SELECT 1.0 / 3, avg(fixed), free, f::numeric, 1.0 / 3 + 1 FROM n GROUP BY free, f",
+     [PER, PER, None, None, None]),
     # NULLs have no digits; different scales per row are the values' own
     ("SELECT x FROM (VALUES (1.5), (NULL), (2.5)) v(x)", [1]),
     ("SELECT x FROM (VALUES (1.5), (2.25)) v(x)", [None]),
