@@ -20,7 +20,7 @@ Pure: no Spark, no I/O.
 from __future__ import annotations
 
 import math
-from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal, localcontext
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_HALF_UP, Context, Decimal, localcontext
 
 from planner.errors import SqlError
 
@@ -34,6 +34,8 @@ _LN_10 = 2.302585092994046
 # numeric's largest magnitude: a weight of at most 32767 NBASE digits before the point
 _MAX_INT_DIGITS = (2**15) * DEC_DIGITS
 
+# A context that never rounds, for the exact steps (scaling by powers of ten)
+_WIDE = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 _NAN = Decimal("NaN")
 _INF = Decimal("Infinity")
 _NINF = Decimal("-Infinity")
@@ -197,7 +199,7 @@ def dscale_of(d: Decimal) -> int:
     """The digits after the point a value shows once its trailing zeros are stripped."""
     if not d.is_finite() or d == 0:
         return 0
-    return max(-d.normalize(Context(prec=max(len(d.as_tuple().digits), 1))).as_tuple().exponent, 0)
+    return max(-d.normalize(_WIDE).as_tuple().exponent, 0)
 
 
 # -- scales --------------------------------------------------------------------------------------
@@ -212,22 +214,20 @@ def _clamp(rscale: int, *at_least: int) -> int:
     return min(max(rscale, *at_least, 0), MAX_DISPLAY_SCALE)
 
 
-def _nbase(d: Decimal) -> tuple[int, list[int]]:
-    """A nonzero finite value's NBASE weight and base-10000 digits (stripped), as numeric
-    stores it: digits[0] * NBASE ** weight + digits[1] * NBASE ** (weight - 1) + ..."""
-    _sign, digits, e = d.as_tuple()
-    coeff = int("".join(map(str, digits)) or "0")
-    shift = e % DEC_DIGITS  # align the exponent on a group boundary
-    coeff *= 10**shift
-    e -= shift
-    groups: list[int] = []
-    while coeff:
-        coeff, g = divmod(coeff, NBASE)
+def _nbase(d: Decimal, count: int = 2) -> tuple[int, list[int]]:
+    """A nonzero finite value's NBASE weight and its first `count` base-10000 digits, fewer
+    when the rest are zeros, as numeric stores it: digits[0] * NBASE ** weight + ..."""
+    weight = d.adjusted() // DEC_DIGITS
+    top = d.copy_abs().scaleb(-DEC_DIGITS * (weight - count + 1), _WIDE)  # the digits . the rest
+    whole = int(top)
+    groups = []
+    for _ in range(count):
+        whole, g = divmod(whole, NBASE)
         groups.append(g)
     groups.reverse()
-    weight = len(groups) - 1 + e // DEC_DIGITS
-    while groups and groups[-1] == 0:
-        groups.pop()
+    if top == int(top):  # stripped, as stored: no trailing zero digits
+        while len(groups) > 1 and groups[-1] == 0:
+            groups.pop()
     return weight, groups
 
 
@@ -302,16 +302,13 @@ def _round(d: Decimal, rscale: int) -> Decimal:
 
 def _scaled_int(d: Decimal) -> tuple[int, int]:
     """(n, s) with d == n * 10 ** -s, s >= 0."""
-    sign, digits, e = d.as_tuple()
-    n = int("".join(map(str, digits)) or "0")
-    if e > 0:
-        n, e = n * 10**e, 0
-    return (-n if sign else n), -e
+    s = max(-d.as_tuple().exponent, 0)
+    return int(d.scaleb(s, _WIDE)), s
 
 
 def _from_int(n: int, scale: int) -> Decimal:
     """n * 10 ** -scale, exactly (Decimal arithmetic would round to its context)."""
-    return Decimal((1 if n < 0 else 0, tuple(map(int, str(abs(n)))), -scale))
+    return Decimal(n).scaleb(-scale, _WIDE)
 
 
 def _half_up_div(num: int, den: int) -> int:
@@ -384,7 +381,7 @@ def _power_int(base: Decimal, n: int, rscale: int) -> Decimal:
             raise SqlError(DIVISION_BY_ZERO, "division by zero")
         return _from_int(0, rscale)
     # The result's decimal weight, estimated as numeric.c does, for its early exits
-    weight, groups = _nbase(base.copy_abs())
+    weight, groups = _nbase(base, 4)
     f, p = float(groups[0]), weight * DEC_DIGITS
     for i in range(1, min(len(groups), 4)):
         f = f * NBASE + groups[i]
