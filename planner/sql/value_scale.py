@@ -33,8 +33,9 @@ UDF_NAMES: dict[str, str] = {
     "ln": "sparkwire_numeric_ln",
     "avg": "sparkwire_numeric_avg",
 }
-BINARY = frozenset({"div", "power", "log"})  # (a, b, dscale a, dscale b)
-UNARY = frozenset({"sqrt", "exp", "ln"})  # (x, dscale x); avg is (sum, count, dscale sum)
+# The UDFs' arguments: (a, b, dscale a, dscale b) for these; (x, dscale x) for sqrt, exp
+# and ln; (sum, count, dscale of the sum) for avg.
+BINARY = frozenset({"div", "power", "log"})
 UNKNOWN_SCALE = -1  # a dscale argument meaning: the digits the value shows
 
 
