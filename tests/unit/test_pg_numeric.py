@@ -129,3 +129,16 @@ def test_text_prints_every_digit_of_the_scale_and_no_negative_zero():
     assert pn.text(D("1E+3")) == "1000"
     assert pn.text(D("-Infinity")) == "-Infinity"
     assert [pn.dscale_of(D(x)) for x in ("2.5000000000", "100", "0.0", "-0.120")] == [1, 0, 0, 2]
+
+
+def test_the_spark_udfs_take_spark_values_and_carry_errors_out_as_text():
+    from spark_backend import numeric_udfs
+    from spark_backend.jsonb_udfs import carrying_sqlstate
+
+    ops = numeric_udfs._OPERATIONS
+    assert ops["div"](D("5.0000000000"), D("2.0000000000"), 1, -1) == "2.5000000000000000"
+    assert ops["div"](None, D(1), 0, 0) is None
+    assert ops["avg"](D("98"), 3, 0) == "32.6666666666666667" and ops["avg"](None, 0, None) is None
+    assert ops["sqrt"](D("2.0000000000"), -1) == "1.414213562373095"
+    with pytest.raises(ValueError, match="^sparkwire:22012:division by zero$"):
+        carrying_sqlstate(ops["div"])(D(1), D(0), 0, 0)
