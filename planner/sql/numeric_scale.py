@@ -5,11 +5,11 @@ is 20.20, `1.5 + 1` is 2.5, `round(x, 3)` has three digits. Spark's decimals hav
 scale per column, and sparkwire stores an unconstrained numeric at scale 10 and prints
 it without the padding zeros. For a result computed from constants, typed columns and
 these operations the scale is the same for every row, so it is known here and the result
-is printed with it (`SqlType.display_scale`). Where it depends on the values, a
-query's top-level division, avg, sqrt, ln, log, exp or power (`per_value_targets`) is
-computed value by value as PostgreSQL would (planner.sql.value_scale,
-`SqlType.per_value_scale`); anywhere else (a nested one, a stored unconstrained numeric)
-this gives None, and the value prints without its padding zeros, as it always has.
+is printed with it (`SqlType.display_scale`). Where it depends on the values (division,
+avg, sqrt, a stored unconstrained numeric) this gives None, and the value prints without
+its padding zeros, as it always has; a one-shot query's top-level division, avg, sqrt, ln,
+log, exp or power (`per_value_targets`) can instead be computed value by value as
+PostgreSQL would (planner.sql.value_scale, `SqlType.per_value_scale`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _SAME = frozenset({"abs", "numeric"})  # (sum, min and max are aggregates: _aggr
 _WHOLE = frozenset({"ceil", "ceiling", "floor", "round", "trunc", "div"})
 
 Scales = list[int | None]
-# output_scales' mark of a column whose scale PostgreSQL picks value by value
+# A scale meaning: PostgreSQL picks it value by value, and the value arrives as its text
 PER_VALUE = -1
 
 # The numeric operators and functions whose result scale depends on the operands' values,
@@ -40,12 +40,8 @@ _AVERAGES = frozenset({2100, 2101, 2102, 2103})  # avg of bigint, integer, small
 
 
 def output_scales(rel: p.Rel) -> Scales:
-    """For each output column of query `rel`, its numeric display scale if fixed, PER_VALUE
-    where PostgreSQL picks it per value and the value will be computed so, else None."""
-    scales = _scales(rel)
-    for i in per_value_targets(rel):
-        scales[i] = PER_VALUE
-    return scales
+    """For each output column of `rel`, its numeric display scale if fixed, else None."""
+    return _scales(rel)
 
 
 @dataclass(frozen=True)

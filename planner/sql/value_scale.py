@@ -10,7 +10,9 @@ it is (`SqlType.per_value_scale`). An avg becomes its SUM and COUNT (and the lar
 display scale summed, when the argument's is not fixed), added to the GROUP BY below.
 
 A column the ORDER BY sorts on keeps Spark's own expression for the sort; the text is a
-column of its own beside it. Nested uses (`a / b + 1`) are left as they were.
+column of its own beside it. Nested uses (`a / b + 1`) are left as they were. The caller
+asks for both `output_types` and `rewrite` (server.bound_query does for a one-shot
+SELECT), so that the types say what the generated query returns.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from planner.functions import Function, Kind
 from planner.sql import numeric_scale
 from planner.sql import plan as p
 from planner.sql.coerce import BIGINT, INTEGER, NUMERIC
+from planner.types import SqlType
 
 # pg_numeric operation -> the Spark name of its UDF (registered by spark_backend.numeric_udfs)
 UDF_NAMES: dict[str, str] = {
@@ -57,6 +60,14 @@ _COUNT = _aggregate("count", "count({0})")
 # a value shows once its trailing zeros are stripped (Spark prints a decimal in full; its
 # comparisons across decimal types round, so they cannot tell).
 _MAX_DSCALE = _aggregate("max", "max(length(regexp_extract(cast({0} as string), '[.]([0-9]*[1-9])', 1)))")
+
+
+def output_types(rel: p.Rel, types: list[SqlType]) -> list[SqlType]:
+    """Query `rel`'s output types, each numeric that `rewrite` computes value by value
+    marked as arriving as PostgreSQL's text."""
+    targets = numeric_scale.per_value_targets(rel)
+    return numeric_scale.with_display_scales(
+        types, [numeric_scale.PER_VALUE if i in targets else None for i in range(len(types))])
 
 
 def rewrite(rel: p.Rel) -> p.Rel:
