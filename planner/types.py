@@ -95,6 +95,10 @@ class SqlType:
     # statically (10.10 * 2 prints 20.20): printed with exactly these, where a stored
     # unconstrained numeric prints its value's own digits. Not part of the type's identity.
     display_scale: int | None = field(default=None, compare=False)
+    # An unconstrained numeric result whose scale PostgreSQL picks value by value (a
+    # division, avg, sqrt ...: planner.pg_numeric): its values arrive as PostgreSQL's text
+    # (a Spark STRING) and are printed as they are. Not part of the type's identity either.
+    per_value_scale: bool = field(default=False, compare=False)
 
     @property
     def oid(self) -> int:
@@ -126,6 +130,8 @@ class SqlType:
         ps = self.precision_scale
         if ps:
             inner = f"DECIMAL({ps[0]},{ps[1]})"
+        elif self.per_value_scale:
+            inner = "STRING"
         elif self.display_scale is not None:
             inner = f"DECIMAL(38,{self.display_scale})"
         else:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from planner import pg_parse
-from planner.sql import bind, coerce, dml, numeric_scale, spark_sql
+from planner.sql import bind, coerce, dml, numeric_scale, spark_sql, value_scale
 from planner.sql import plan as p
 from planner.translate import TableSource
 from planner.types import SqlType
@@ -131,15 +131,21 @@ def plan_write(text: str, table: str, targets: Sequence[dml.Target], catalog: Ca
 
 
 def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, object] | None = None,
-         param_types: dict[int, SqlType] | None = None, write: _Dml | None = None) -> BoundQuery | None:
+         param_types: dict[int, SqlType] | None = None, write: _Dml | None = None,
+         per_value_scale: bool = False) -> BoundQuery | None:
     """The Spark SQL of a query, or None when this front end does not cover it yet.
 
     `resolver_for(views)` gives the coordinator's name resolver, noting reads in `views`;
     `param_values` None plans it for Describe (parameters as typed NULLs). Errors other
-    than "not covered" are PostgreSQL's and are raised (and not remembered)."""
+    than "not covered" are PostgreSQL's and are raised (and not remembered).
+    `per_value_scale`: a top-level division, avg, sqrt ... arrives as PostgreSQL's text of
+    each value, with the scale PostgreSQL picks for it (planner.sql.value_scale)."""
     bound = _bind(text, catalog, param_types or {}, write)
     if bound.rel is None:
         return None
+    rel, types = bound.rel, bound.types
+    if per_value_scale:
+        rel, types = value_scale.rewrite(rel), value_scale.output_types(rel, types)
     views: dict[str, tuple[str, Item]] = {}
     resolve = resolver_for(views)
 
@@ -149,8 +155,8 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
         return source.spark_name
 
     try:
-        tree = spark_sql.to_spark_query(bound.rel, spark_name, bound.types, param_values)
+        tree = spark_sql.to_spark_query(rel, spark_name, types, param_values)
     except p.NotYet:
         return None
     reads = {item.id: item.name for _, item in bound.seen if item is not None}
-    return BoundQuery(tree.sql(dialect="spark"), views, bound.names, bound.types, tree, reads)
+    return BoundQuery(tree.sql(dialect="spark"), views, bound.names, types, tree, reads)

@@ -308,7 +308,7 @@ class Session:
             return None
         return bound_query.plan(stmt.text, self.catalog,
                                 lambda views: self.coord.resolver(views, self.context(), self.catalog),
-                                params, ptypes)
+                                params, ptypes, per_value_scale=True)
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement

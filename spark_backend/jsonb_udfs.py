@@ -29,7 +29,7 @@ _FUNC_RETURNS = {
 }
 
 
-def _carrying_sqlstate(f: Callable[..., Any]) -> Callable[..., Any]:
+def carrying_sqlstate(f: Callable[..., Any]) -> Callable[..., Any]:
     """`f`, its SqlError raised as an exception whose text names the SQLSTATE (a Python
     worker's exception reaches the driver as text only)."""
 
@@ -48,7 +48,7 @@ def register(spark) -> None:
     from pyspark.sql.functions import udf
 
     for op, name in jsonb_ops.UDF_NAMES.items():
-        spark.udf.register(name, udf(_carrying_sqlstate(getattr(jsonb_ops, op)), _RETURNS[op], useArrow=True))
+        spark.udf.register(name, udf(carrying_sqlstate(getattr(jsonb_ops, op)), _RETURNS[op], useArrow=True))
     for op, name in jsonb_funcs.UDF_NAMES.items():
         returns = _FUNC_RETURNS.get(op, "string")
-        spark.udf.register(name, udf(_carrying_sqlstate(getattr(jsonb_funcs, op)), returns, useArrow=True))
+        spark.udf.register(name, udf(carrying_sqlstate(getattr(jsonb_funcs, op)), returns, useArrow=True))

@@ -202,6 +202,8 @@ def _text_chunk(t: SqlType, a: pa.Array) -> pa.Array:
         return as_binary(pc.cast(a, pa.string()))
     if name in ("real", "double precision") and pa.types.is_floating(ty):
         return _float_text_chunk(t, a)
+    if name == "numeric" and t.per_value_scale and _is_str(ty):
+        return as_binary(a)  # PostgreSQL's text of each value already (planner.pg_numeric)
     if name == "numeric" and pa.types.is_decimal(ty):
         res = _numeric_text_chunk(t, a)
         if res is not None:

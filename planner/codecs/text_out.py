@@ -138,6 +138,10 @@ def to_decimal(v: Any) -> Decimal:
 
 
 def numeric_text(t: SqlType, v: Any) -> str:
+    if t.per_value_scale:
+        # PostgreSQL's own text of the value (planner.pg_numeric), or a Decimal whose
+        # exponent is its display scale: printed as it is
+        return v if isinstance(v, str) else _exact_numeric_text(to_decimal(v))
     d = to_decimal(v)
     if not d.is_finite():
         if d.is_nan():
@@ -155,6 +159,12 @@ def numeric_text(t: SqlType, v: Any) -> str:
     if s.startswith("-") and not s.strip("-0."):
         s = s[1:]  # PostgreSQL numerics have no negative zero
     return s
+
+
+def _exact_numeric_text(d: Decimal) -> str:
+    if not d.is_finite():
+        return "NaN" if d.is_nan() else ("-Infinity" if d.is_signed() else "Infinity")
+    return format(d.copy_abs() if d == 0 else d, "f")
 
 
 def _time_text(v: _dt.time | _dt.datetime) -> str:

@@ -6,12 +6,15 @@ scale per column, and sparkwire stores an unconstrained numeric at scale 10 and 
 it without the padding zeros. For a result computed from constants, typed columns and
 these operations the scale is the same for every row, so it is known here and the result
 is printed with it (`SqlType.display_scale`). Where it depends on the values (division,
-avg, sqrt, a stored unconstrained numeric) this gives None, and the value prints as it
-always has.
+avg, sqrt, a stored unconstrained numeric) this gives None, and the value prints without
+its padding zeros, as it always has; a one-shot query's top-level division, avg, sqrt, ln,
+log, exp or power (`per_value_targets`) can instead be computed value by value as
+PostgreSQL would (planner.sql.value_scale, `SqlType.per_value_scale`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 from planner.sql import plan as p
@@ -25,10 +28,93 @@ _SAME = frozenset({"abs", "numeric"})  # (sum, min and max are aggregates: _aggr
 _WHOLE = frozenset({"ceil", "ceiling", "floor", "round", "trunc", "div"})
 
 Scales = list[int | None]
+# A scale meaning: PostgreSQL picks it value by value, and the value arrives as its text
+PER_VALUE = -1
+
+# The numeric operators and functions whose result scale depends on the operands' values,
+# by OID (PostgreSQL 15's pg_operator / pg_proc), and the planner.pg_numeric operation.
+_OPERATORS = {1761: "div", 1038: "power"}  # numeric / numeric, numeric ^ numeric
+_FUNCTIONS = {1730: "sqrt", 1732: "exp", 1734: "ln", 1736: "log", 1741: "log10", 1481: "log10",
+              1738: "power", 2169: "power"}
+_AVERAGES = frozenset({2100, 2101, 2102, 2103})  # avg of bigint, integer, smallint, numeric
 
 
 def output_scales(rel: p.Rel) -> Scales:
     """For each output column of `rel`, its numeric display scale if fixed, else None."""
+    return _scales(rel)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A top-level output column computed value by value: the top Map's expression `expr`
+    (its position among the Map's expressions), a pg_numeric operation, and whether the
+    numeric is shown cast to text (`avg(x)::text`)."""
+
+    expr: int
+    operation: str
+    as_text: bool
+
+
+def top_map(rel: p.Rel) -> tuple[p.Project | None, p.TopK | None, p.Map] | None:
+    """A query's top: [Project] ∘ [TopK] ∘ Map (the select list), or None."""
+    project = rel if isinstance(rel, p.Project) else None
+    inner = project.input if project is not None else rel
+    top = inner if isinstance(inner, p.TopK) else None
+    m = top.input if top is not None else inner
+    return (project, top, m) if isinstance(m, p.Map) else None
+
+
+def per_value_targets(rel: p.Rel) -> dict[int, Target]:
+    """The output columns of query `rel` that are one of the value-scaled operations,
+    applied at the top of its select list: {output column: Target}."""
+    found = top_map(rel)
+    if found is None:
+        return {}
+    project, _top, m = found
+    width = len(p.columns(m.input))
+    outputs = project.outputs if project is not None else range(width + len(m.exprs))
+    targets = {}
+    for i, k in enumerate(outputs):
+        if k < width:
+            continue
+        e, as_text = m.exprs[k - width], False
+        if isinstance(e, p.Cast) and _is_text(e.type) and _is_numeric(e.arg.type):
+            e, as_text = e.arg, True
+        operation = _operation(e, m.input)
+        if operation is not None:
+            targets[i] = Target(k - width, operation, as_text)
+    return targets
+
+
+def reduce_below(rel: p.Rel) -> p.Reduce | None:
+    """The GROUP BY a select list reads, through its HAVING filters."""
+    while isinstance(rel, p.Filter):
+        rel = rel.input
+    return rel if isinstance(rel, p.Reduce) else None
+
+
+def _operation(e: p.Expr, source: p.Rel) -> str | None:
+    if not _is_numeric(e.type):
+        return None
+    match e:
+        case p.OpCall(op=op) if op.oid in _OPERATORS:
+            return _OPERATORS[op.oid]
+        case p.Call(func=f) if f.oid in _FUNCTIONS:
+            return _FUNCTIONS[f.oid]
+        case p.ColRef(level=0, index=i):
+            r = reduce_below(source)
+            if r is not None and i >= len(r.keys):
+                agg = r.aggregates[i - len(r.keys)]
+                if agg.func.oid in _AVERAGES and not agg.distinct:
+                    return "avg"
+    return None
+
+
+def _is_text(t: SqlType) -> bool:
+    return t.base.name in ("text", "character varying") and t.typmod < 0 and not t.is_array
+
+
+def _scales(rel: p.Rel) -> Scales:
     match rel:
         case p.Get(columns=cols):
             return [_declared(c.type) for c in cols]
@@ -38,21 +124,21 @@ def output_scales(rel: p.Rel) -> Scales:
             return [_same([expr_scale(e, []) for e in col if not _is_null(e)])
                     for col in zip(*rows, strict=True)]
         case p.Map(input=inner, exprs=exprs):
-            base = output_scales(inner)
+            base = _scales(inner)
             return base + [expr_scale(e, base) for e in exprs]
         case p.Project(input=inner, outputs=outputs):
-            base = output_scales(inner)
+            base = _scales(inner)
             return [base[i] for i in outputs]
         case p.Filter(input=inner) | p.Distinct(input=inner) | p.TopK(input=inner):
-            return output_scales(inner)
+            return _scales(inner)
         case p.Join(left=left, right=right):
-            return output_scales(left) + output_scales(right)
+            return _scales(left) + _scales(right)
         case p.Reduce(input=inner, keys=keys, aggregates=aggs):
-            base = output_scales(inner)
+            base = _scales(inner)
             return [expr_scale(k, base) for k in keys] + [_aggregate_scale(a, base) for a in aggs]
         case p.SetOp(left=left, right=right):
             return [a if a == b else None
-                    for a, b in zip(output_scales(left), output_scales(right), strict=True)]
+                    for a, b in zip(_scales(left), _scales(right), strict=True)]
     return [None] * len(p.columns(rel))
 
 
@@ -93,11 +179,22 @@ def expr_scale(e: p.Expr, inputs: Scales) -> int | None:
     return None
 
 
+def input_scales(rel: p.Rel) -> Scales:
+    """The fixed scales of `rel`'s columns, as an expression over them sees them."""
+    return _scales(rel)
+
+
 def with_display_scales(types: list[SqlType], scales: Scales) -> list[SqlType]:
-    """The output types, an unconstrained numeric one carrying its fixed scale."""
-    return [SqlType(t.base, t.typmod, t.is_array, s)
-            if s is not None and t.base.name == "numeric" and t.typmod < 0 and not t.is_array else t
+    """The output types, an unconstrained numeric one carrying its fixed scale (or the
+    mark that PostgreSQL's text of each value arrives)."""
+    return [_scaled(t, s) if s is not None and t.base.name == "numeric" and t.typmod < 0 and not t.is_array else t
             for t, s in zip(types, scales, strict=True)]
+
+
+def _scaled(t: SqlType, s: int) -> SqlType:
+    if s == PER_VALUE:
+        return SqlType(t.base, t.typmod, t.is_array, per_value_scale=True)
+    return SqlType(t.base, t.typmod, t.is_array, s)
 
 
 def _call_scale(name: str, args: tuple[p.Expr, ...], inputs: Scales) -> int | None:

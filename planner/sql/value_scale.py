@@ -1,0 +1,174 @@
+"""A query's top-level numeric results whose scale PostgreSQL picks value by value,
+computed value by value.
+
+`numeric_scale.per_value_targets` finds them: a division, `^`, sqrt, ln, log, exp, power
+or avg at the top of the select list (possibly cast to text). Here the plan is rewritten so
+that each becomes a call of a Python UDF (spark_backend.numeric_udfs, planner.pg_numeric)
+on its operands and their display scales, which returns PostgreSQL's text of the result
+as a Spark STRING; the column keeps its numeric type, and the encoders print the text as
+it is (`SqlType.per_value_scale`). An avg becomes its SUM and COUNT (and the largest
+display scale summed, when the argument's is not fixed), added to the GROUP BY below.
+
+A column the ORDER BY sorts on keeps Spark's own expression for the sort; the text is a
+column of its own beside it. Nested uses (`a / b + 1`) are left as they were. The caller
+asks for both `output_types` and `rewrite` (server.bound_query does for a one-shot
+SELECT), so that the types say what the generated query returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+
+from planner.functions import Function, Kind
+from planner.sql import numeric_scale
+from planner.sql import plan as p
+from planner.sql.coerce import BIGINT, INTEGER, NUMERIC
+from planner.types import SqlType
+
+# pg_numeric operation -> the Spark name of its UDF (registered by spark_backend.numeric_udfs)
+UDF_NAMES: dict[str, str] = {
+    "div": "sparkwire_numeric_div",
+    "power": "sparkwire_numeric_power",
+    "log": "sparkwire_numeric_log",
+    "sqrt": "sparkwire_numeric_sqrt",
+    "exp": "sparkwire_numeric_exp",
+    "ln": "sparkwire_numeric_ln",
+    "avg": "sparkwire_numeric_avg",
+}
+# The UDFs' arguments: (a, b, dscale a, dscale b) for these; (x, dscale x) for sqrt, exp
+# and ln; (sum, count, dscale of the sum) for avg.
+BINARY = frozenset({"div", "power", "log"})
+UNKNOWN_SCALE = -1  # a dscale argument meaning: the digits the value shows
+
+
+def _udf(operation: str, nargs: int) -> Function:
+    name = UDF_NAMES[operation]
+    args = ", ".join(f"{{{i}}}" for i in range(nargs))
+    return Function(0, name, ("numeric",) * nargs, "text", f"{name}({args})")
+
+
+def _aggregate(name: str, template: str) -> Function:
+    return Function(0, name, ("numeric",), "numeric", template, kind=Kind.AGGREGATE)
+
+
+_TEN = Decimal(10)
+_SUM = _aggregate("sum", "sum({0})")
+_SUM_WIDE = _aggregate("sum", "sum(cast({0} as decimal(38, 0)))")  # Spark's sum(bigint) overflows
+_COUNT = _aggregate("count", "count({0})")
+# The largest display scale among the values summed, which numeric_avg's sum has: the digits
+# a value shows once its trailing zeros are stripped (Spark prints a decimal in full; its
+# comparisons across decimal types round, so they cannot tell).
+_MAX_DSCALE = _aggregate("max", "max(length(regexp_extract(cast({0} as string), '[.]([0-9]*[1-9])', 1)))")
+
+
+def output_types(rel: p.Rel, types: list[SqlType]) -> list[SqlType]:
+    """Query `rel`'s output types, each numeric that `rewrite` computes value by value
+    marked as arriving as PostgreSQL's text."""
+    targets = numeric_scale.per_value_targets(rel)
+    return numeric_scale.with_display_scales(
+        types, [numeric_scale.PER_VALUE if i in targets else None for i in range(len(types))])
+
+
+def rewrite(rel: p.Rel) -> p.Rel:
+    """`rel` with its per-value numeric output columns computed by the UDFs (unchanged
+    when it has none). The columns, their names and order stay the same."""
+    targets = numeric_scale.per_value_targets(rel)
+    found = numeric_scale.top_map(rel)
+    if not targets or found is None:
+        return rel
+    project, top, m = found
+    width = len(p.columns(m.input))
+    scales = numeric_scale.input_scales(m.input)
+    source, avg_parts = _with_avg_parts(m, {t.expr for t in targets.values() if t.operation == "avg"})
+    grown = len(p.columns(source)) - width
+
+    def moved(k: int) -> int:  # a Map column's index once the source has grown
+        return k if k < width else k + grown
+
+    sorted_on = {key.index for key in top.order} if top is not None else set()
+    exprs, extra, placed = list(m.exprs), [], {}
+    for j in sorted({t.expr for t in targets.values()}):
+        operation = next(t.operation for t in targets.values() if t.expr == j)
+        call = _call(m.exprs[j], operation, scales, avg_parts.get(j))
+        if width + j in sorted_on:  # the sort keeps Spark's value; the text goes beside it
+            extra.append(call)
+            placed[j] = width + grown + len(m.exprs) + len(extra) - 1
+        else:
+            exprs[j] = call
+            placed[j] = width + grown + j
+    body: p.Rel = p.Map(source, tuple(exprs + extra), m.names + ("?column?",) * len(extra))
+    if top is not None:
+        body = replace(top, input=body, order=tuple(replace(k, index=moved(k.index)) for k in top.order))
+    outputs = project.outputs if project is not None else tuple(range(width + len(m.exprs)))
+    names = project.names if project is not None else tuple(c.name for c in p.columns(rel))
+    return p.Project(body, tuple(placed[targets[i].expr] if i in targets else moved(k)
+                                 for i, k in enumerate(outputs)), names)
+
+
+def _call(e: p.Expr, operation: str, scales: numeric_scale.Scales,
+          avg_part: tuple[p.Expr, ...] | None) -> p.Call:
+    """The UDF call computing select-list expression `e` (a target) as PostgreSQL's text."""
+    result_type = e.type
+    if isinstance(e, p.Cast):  # shown as text: the UDF's text is that text
+        e = e.arg
+    if operation == "avg":
+        assert avg_part is not None
+        return p.Call(_udf("avg", 3), avg_part, result_type)
+    assert isinstance(e, (p.OpCall, p.Call))
+    args = e.args
+    if operation == "log10":  # log(x) is log(10, x)
+        args = (p.Literal(_TEN, NUMERIC), *args)
+        operation = "log"
+    if operation in BINARY:
+        a, b = args
+        return p.Call(_udf(operation, 4), (a, b, _scale_of(a, scales), _scale_of(b, scales)), result_type)
+    [x] = args
+    return p.Call(_udf(operation, 2), (x, _scale_of(x, scales)), result_type)
+
+
+def _scale_of(e: p.Expr, scales: numeric_scale.Scales) -> p.Literal:
+    """An operand's display scale when every value of it has the same, else UNKNOWN_SCALE
+    (the UDF then takes the digits the value shows)."""
+    s = numeric_scale.expr_scale(e, scales)
+    return p.Literal(UNKNOWN_SCALE if s is None else s, INTEGER)
+
+
+def _with_avg_parts(m: p.Map, avgs: set[int]) -> tuple[p.Rel, dict[int, tuple[p.Expr, ...]]]:
+    """The Map's source with, for each avg its expressions `avgs` read, the aggregates
+    PostgreSQL finishes avg from appended to the GROUP BY: {expr: (sum, count, dscale)}."""
+    if not avgs:
+        return m.input, {}
+    filters: list[p.Filter] = []
+    rel = m.input
+    while isinstance(rel, p.Filter):
+        filters.append(rel)
+        rel = rel.input
+    assert isinstance(rel, p.Reduce)
+    reduce = rel
+    arg_scales = numeric_scale.input_scales(reduce.input)
+    aggregates, names = list(reduce.aggregates), list(reduce.names)
+    parts: dict[int, tuple[p.Expr, ...]] = {}
+    base = len(reduce.keys)
+
+    def add(func: Function, arg: p.Expr, t) -> p.ColRef:
+        aggregates.append(p.AggCall(func, (arg,), False, t))
+        names.append(func.name)
+        return p.ColRef(0, base + len(aggregates) - 1, t)
+
+    for j in sorted(avgs):
+        e = m.exprs[j]
+        ref = e.arg if isinstance(e, p.Cast) else e
+        assert isinstance(ref, p.ColRef)
+        [arg] = reduce.aggregates[ref.index - base].args
+        if arg.type.base.name == "numeric":
+            total = add(_SUM, arg, NUMERIC)
+            fixed = numeric_scale.expr_scale(arg, arg_scales)
+            dscale: p.Expr = p.Literal(fixed, INTEGER) if fixed is not None else add(_MAX_DSCALE, arg, INTEGER)
+        else:  # an integer: summed as a decimal wide enough not to overflow, as PostgreSQL's is
+            total, dscale = add(_SUM_WIDE, arg, NUMERIC), p.Literal(0, INTEGER)
+        parts[j] = (total, add(_COUNT, arg, BIGINT), dscale)
+    rel = replace(reduce, aggregates=tuple(aggregates), names=tuple(names))
+    for f in reversed(filters):
+        rel = p.Filter(rel, f.predicate)
+    return rel, parts
