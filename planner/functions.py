@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from planner import jsonb_funcs, jsonb_ops, pg_functions
+from planner import jsonb_funcs, jsonb_ops, pg_functions, pg_numeric
 
 
 class Kind(Enum):
@@ -543,4 +543,5 @@ def _spark_names(texts: Iterable[str]) -> frozenset[str]:
 # (spark_backend.jsonb_udfs), and the generators a jsonb set-returning function becomes.
 SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _INTERNAL_SPARK
                                    | frozenset(jsonb_ops.UDF_NAMES.values())
-                                   | frozenset(jsonb_funcs.UDF_NAMES.values()) | {"inline"})
+                                   | frozenset(jsonb_funcs.UDF_NAMES.values())
+                                   | frozenset(pg_numeric.UDF_NAMES.values()) | {"inline"})

@@ -24,6 +24,18 @@ from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_HALF_UP, Context, Decima
 
 from planner.errors import SqlError
 
+# Each operation's Spark UDF (registered by spark_backend.numeric_udfs, written by
+# planner.sql.value_scale), listed here so that planner.functions can allow their names.
+UDF_NAMES: dict[str, str] = {
+    "div": "sparkwire_numeric_div",
+    "power": "sparkwire_numeric_power",
+    "log": "sparkwire_numeric_log",
+    "sqrt": "sparkwire_numeric_sqrt",
+    "exp": "sparkwire_numeric_exp",
+    "ln": "sparkwire_numeric_ln",
+    "avg": "sparkwire_numeric_avg",
+}
+
 NBASE = 10000
 DEC_DIGITS = 4
 MIN_SIG_DIGITS = 16  # NUMERIC_MIN_SIG_DIGITS

@@ -129,23 +129,42 @@ class Subscription:
         """Resolve names and choose the dataflow; no Spark work."""
         if self.stmt.relation is not None and self.coord.catalog.get(self.stmt.relation) is None:
             raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{self.stmt.relation}'")
-        bound = self._bound() if self.pg_frontend else None
-        if bound is not None:
-            # The query as SELECT plans it: the same columns, types and values; the dataflow
-            # is chosen from the Spark query the front end generated.
-            self._planned(bound.views, bound.reads, plan_dataflow(bound.tree))
-            self.names, self.types = bound.names, bound.types
+        if self.pg_frontend and self._plan_bound():
             return
         self._plan_older()
 
-    def _bound(self) -> bound_query.BoundQuery | None:
-        """The query through the front end of our own, or None where it does not cover it."""
+    def _plan_bound(self) -> bool:
+        """Plan through the front end of our own: the query as SELECT plans it, with the same
+        columns, types and values, the dataflow chosen from the Spark query it generates.
+        False where the front end does not cover the query.
+
+        A numeric result whose scale PostgreSQL picks value by value (a division, an avg:
+        planner.sql.value_scale) is computed by a UDF in Spark, which the linear and join
+        strategies run per update as well. The aggregate strategy finishes an avg itself
+        (server.subscribe_state, by the same rules), so a GROUP BY with avg keeps that
+        strategy: it is planned from the query without the UDFs."""
         text = self.stmt.text or f"SELECT * FROM {quote_ident(self.stmt.relation)}"
-        try:
-            return bound_query.plan(text, self.coord.catalog,
-                                    lambda views: self.coord.resolver(views, self.ctx, self.coord.catalog))
-        except SqlError as err:
-            raise _materialize_wording(err) from None
+
+        def bound(per_value_scale: bool) -> bound_query.BoundQuery | None:
+            try:
+                return bound_query.plan(text, self.coord.catalog,
+                                        lambda views: self.coord.resolver(views, self.ctx, self.coord.catalog),
+                                        per_value_scale=per_value_scale)
+            except SqlError as err:
+                raise _materialize_wording(err) from None
+
+        exact = bound(True)
+        if exact is None:
+            return False
+        chosen, dataflow = exact, plan_dataflow(exact.tree)
+        if dataflow.strategy == "recompute" and any(t.per_value_scale for t in exact.types):
+            plain = bound(False)
+            grouped = plan_dataflow(plain.tree) if plain is not None else None
+            if grouped is not None and grouped.strategy == "aggregate":
+                chosen, dataflow = plain, grouped
+        self._planned(chosen.views, chosen.reads, dataflow)
+        self.names, self.types = exact.names, exact.types
+        return True
 
     def _planned(self, views: dict, reads: dict[str, str], dataflow: DataflowPlan) -> None:
         self.inputs = [microbatch.Input(cid, spark_name, item.column_names, item.column_types)

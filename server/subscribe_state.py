@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from planner import pg_numeric
 from planner.dataflow import DELTA_DIFF, DELTA_TS, AggregatePlan, JoinPlan
 from planner.errors import SqlError
 from planner.types import SqlType, group_key, row_key
 from spark_backend import pylist
+
+UNCONSTRAINED_SCALE = 10  # an unconstrained numeric is stored as DECIMAL(38, 10) (planner.translate)
 
 NUMERIC_VALUE_OUT_OF_RANGE = "22003"
 
@@ -291,11 +294,18 @@ def aggregate_value(kind: str, state: GroupState, i: int, t: SqlType) -> object:
         return total.value(1 if kind == "sum" else count)
     if kind == "sum":
         return total
+    if t.per_value_scale:
+        # PostgreSQL's avg: sum / count at the scale its rules pick for these values, as
+        # PostgreSQL's text (how SELECT sends it too: planner.sql.value_scale). The sum's
+        # display scale is its argument's: 0 for integers, a numeric(p, s)'s s; a stored
+        # unconstrained numeric (kept at scale 10) has lost its values' own, and the sum's
+        # digits stand in for the largest of them.
+        exponent = total.as_tuple().exponent if isinstance(total, decimal.Decimal) else 0
+        dscale = pg_numeric.dscale_of(total) if exponent == -UNCONSTRAINED_SCALE else -exponent
+        return pg_numeric.text(pg_numeric.avg(decimal.Decimal(total), count, dscale))
     if t.base.name == "numeric":
         ps = t.precision_scale
-        # An unconstrained numeric average has the scale SELECT gives it: planner.sql
-        # casts it to DECIMAL(38, 10), the form of an unconstrained numeric.
-        scale = ps[1] if ps else 10
+        scale = ps[1] if ps else 6
         with decimal.localcontext() as ctx:
             ctx.prec = 120
             value = decimal.Decimal(total) / count

@@ -1,6 +1,6 @@
 """The numeric operations whose display scale PostgreSQL picks value by value (division,
 avg, sqrt, ln, log, exp, power: planner.pg_numeric), as Python UDFs registered in a Spark
-session under the names the planner writes (planner.sql.value_scale.UDF_NAMES).
+session under the names the planner writes (planner.pg_numeric.UDF_NAMES).
 
 Each takes the operands (Spark decimals; avg: its sum and count) and their display scales
 (-1 or NULL: the digits the value shows), and returns PostgreSQL's text of the result, or
@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from planner import pg_numeric
-from planner.sql.value_scale import UDF_NAMES
+from planner.pg_numeric import UDF_NAMES
 from spark_backend.jsonb_udfs import carrying_sqlstate
 
 

@@ -21,21 +21,12 @@ from dataclasses import replace
 from decimal import Decimal
 
 from planner.functions import Function, Kind
+from planner.pg_numeric import UDF_NAMES
 from planner.sql import numeric_scale
 from planner.sql import plan as p
 from planner.sql.coerce import BIGINT, INTEGER, NUMERIC
 from planner.types import SqlType
 
-# pg_numeric operation -> the Spark name of its UDF (registered by spark_backend.numeric_udfs)
-UDF_NAMES: dict[str, str] = {
-    "div": "sparkwire_numeric_div",
-    "power": "sparkwire_numeric_power",
-    "log": "sparkwire_numeric_log",
-    "sqrt": "sparkwire_numeric_sqrt",
-    "exp": "sparkwire_numeric_exp",
-    "ln": "sparkwire_numeric_ln",
-    "avg": "sparkwire_numeric_avg",
-}
 # The UDFs' arguments: (a, b, dscale a, dscale b) for these; (x, dscale x) for sqrt, exp
 # and ln; (sum, count, dscale of the sum) for avg.
 BINARY = frozenset({"div", "power", "log"})

@@ -482,6 +482,8 @@ def test_output_columns_and_types(server, conn):
     assert typed.description == [("mz_timestamp", NUMERIC), ("mz_diff", INT8), ("k", INT4),
                                  ("a", NUMERIC), ("s", NUMERIC)]
     assert [(d, r) for _, d, r in typed.check.data] == [(1, (1, 1, 10))]
+    # avg's scale is PostgreSQL's, picked for the value (SELECT's too): 20 digits here.
+    assert str(typed.check.data[0][2][1]) == "1.00000000000000000000"
     typed.close()
 
 

@@ -71,3 +71,16 @@ def test_types_are_postgresql_s():
     # avg(integer) is numeric in PostgreSQL (the sqlglot path gave a double).
     b = bound("SELECT s, avg(a), sum(b) FROM t GROUP BY s")
     assert [t.base.name for t in b.types] == ["text", "numeric", "numeric"]
+
+
+def test_per_value_numeric_results_keep_their_strategy():
+    # A top-level division is computed by a numeric UDF (planner.sql.value_scale), which the
+    # linear strategy runs on each update; the Spark guard knows the UDFs' names.
+    b = bound_query.plan("SELECT a / 3.0, sqrt(n) FROM t", CATALOG, resolver_for(CATALOG), per_value_scale=True)
+    plan = plan_dataflow(b.tree)
+    assert plan.strategy == "linear"
+    assert "SPARKWIRE_NUMERIC_DIV(" in plan.delta_sql and "SPARKWIRE_NUMERIC_SQRT(" in plan.delta_sql
+    grouped = bound_query.plan("SELECT s, avg(n) FROM t GROUP BY s", CATALOG, resolver_for(CATALOG),
+                               per_value_scale=True)
+    assert plan_dataflow(grouped.tree).strategy == "recompute"  # SUBSCRIBE plans avg without the UDF
+    assert grouped.types[1].per_value_scale
