@@ -544,4 +544,5 @@ def _spark_names(texts: Iterable[str]) -> frozenset[str]:
 SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _INTERNAL_SPARK
                                    | frozenset(jsonb_ops.UDF_NAMES.values())
                                    | frozenset(jsonb_funcs.UDF_NAMES.values())
-                                   | frozenset(pg_numeric.UDF_NAMES.values()) | {"inline"})
+                                   | frozenset(pg_numeric.UDF_NAMES.values())
+                                   | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

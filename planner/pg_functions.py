@@ -25,6 +25,11 @@ from sqlglot import exp
 
 ERROR_PREFIX = "sparkwire:"
 
+# float8 and float4 to text as PostgreSQL's float8out/float4out write them (`1024`, `1e+15`,
+# shortest round-trip digits), where Spark's CAST writes Java's (`1024.0`, `1.0E15`): Python
+# UDFs (spark_backend.float_udfs) over the encoders' own formatting.
+FLOAT_TEXT_UDFS = {"double precision": "sparkwire_float8_text", "real": "sparkwire_float4_text"}
+
 
 def pg_error(sqlstate: str, message: str) -> exp.Expression:
     """A Spark expression that fails the query with PostgreSQL's error."""

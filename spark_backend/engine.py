@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from planner.errors import QUERY_CANCELED, SqlError
-from spark_backend import jsonb_udfs, numeric_udfs
+from spark_backend import float_udfs, jsonb_udfs, numeric_udfs
 from spark_backend.errors import translate_spark_error
 
 log = logging.getLogger("sparkwire.spark")
@@ -217,6 +217,7 @@ class SparkEngine:
             ship_code(spark, self.connect, self._scratch)
         jsonb_udfs.register(spark)  # the jsonb operators the planner writes as UDF calls
         numeric_udfs.register(spark)  # numeric results with PostgreSQL's per-value scale
+        float_udfs.register(spark)  # float8/float4 to text as PostgreSQL writes them
         return spark
 
     def _reconnect(self, lost) -> object:

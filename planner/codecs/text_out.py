@@ -87,7 +87,8 @@ def _float_text_big(x: float, below: float, above: float, fixed_below: int) -> s
     return _pg_float_from_digits(neg, text, len(text) - 1, fixed_below)
 
 
-def _float8_text(x: Any) -> str:
+def float8_text(x: Any) -> str:
+    """A double as PostgreSQL's float8out writes it (shortest round-trip digits)."""
     x = float(x)
     special = _float_special(x)
     if special is not None:
@@ -113,7 +114,8 @@ def to_float32(x: Any) -> np.float32:
         return np.float32(x)
 
 
-def _float4_text(x: Any) -> str:
+def float4_text(x: Any) -> str:
+    """A real as PostgreSQL's float4out writes it."""
     f = to_float32(x)
     special = _float_special(float(f))
     if special is not None:
@@ -233,11 +235,11 @@ def _enc_int(t: SqlType, v: Any) -> bytes:
 
 
 def _enc_float4(t: SqlType, v: Any) -> bytes:
-    return _float4_text(v).encode()
+    return float4_text(v).encode()
 
 
 def _enc_float8(t: SqlType, v: Any) -> bytes:
-    return _float8_text(v).encode()
+    return float8_text(v).encode()
 
 
 def _enc_numeric(t: SqlType, v: Any) -> bytes:

@@ -273,6 +273,9 @@ class _Generator:
                     # concat(true) is 't': each argument by its type's output function, which
                     # the sqlglot path writes; a cast to STRING is Spark's text ('true')
                     raise p.NotYet(f"{f.name} is not covered by this front end yet")
+                if f.name in ("pow", "power") and f.result == "double precision":
+                    # PostgreSQL's dpow (its errors, pow(1, NaN) = 1), as float8's ^ writes it
+                    return _template(pg_functions.float_power_template(), [self.scalar(a, cols) for a in args])
                 _check_template(f.name, f.spark, len(args))
                 spark_args = [self.scalar(a, cols) for a in args]
                 if f.name in _CHAR_LENGTHS and args[0].type.base.name == "character":
@@ -283,11 +286,18 @@ class _Generator:
                 _check_template(op.name, op.spark, len(args))
                 return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
             case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
-                # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant)
-                return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(t.spark, dialect="spark"))
+                # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant);
+                # a numeric has no negative zero, so (-0.0)::float8 is 0
+                digits = str(value) if value else "0"
+                return exp.Cast(this=exp.Literal.string(digits), to=exp.DataType.build(t.spark, dialect="spark"))
             case p.Cast(arg=arg, type=t) if arg.type.base.name == "bytea" and not arg.type.is_array \
                     and t.base.name in ("text", "character varying") and not t.is_array:
                 return _template(pg_functions.BYTEA_TEXT, [self.scalar(arg, cols)])
+            case p.Cast(arg=arg, type=t) if arg.type.base.name in pg_functions.FLOAT_TEXT_UDFS \
+                    and not arg.type.is_array and t.base.name in ("text", "character varying") and not t.is_array:
+                text = exp.Anonymous(this=pg_functions.FLOAT_TEXT_UDFS[arg.type.base.name],
+                                     expressions=[self.scalar(arg, cols)])
+                return pg_functions.varchar_cut(text, t.max_length) if t.max_length is not None else text
             case p.Cast(arg=arg, type=t) if arg.type.is_array and not t.is_array and t.base.name in (
                     "text", "character varying"):
                 return _template(pg_functions.array_text_template(), [self.scalar(arg, cols)])
