@@ -590,7 +590,7 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     if name == "array_to_string" and len(args) in (2, 3):  # pg_catalog.array_to_string(...)
         return exp.Anonymous(this="array_join", expressions=args)
     if name == "cardinality" and len(args) == 1:
-        return exp.ArraySize(this=args[0])
+        return exp.ArraySize(this=pg_functions.one_dimensional(args[0]))
     if name in ("array_upper", "array_lower") and len(args) == 2:
         return pg_functions.array_bound(args[0], args[1], upper=name == "array_upper")
     if name == "current_schemas" and args:

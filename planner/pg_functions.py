@@ -23,6 +23,8 @@ from collections.abc import Callable
 import sqlglot
 from sqlglot import exp
 
+from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+
 ERROR_PREFIX = "sparkwire:"
 
 # float8 and float4 to text as PostgreSQL's float8out/float4out write them (`1024`, `1e+15`,
@@ -184,15 +186,25 @@ def _extract(node: exp.Extract) -> exp.Expression:
     return node
 
 
+def one_dimensional(array: exp.Expression) -> exp.Expression:
+    """`array`, refused (0A000) when it is written as a multidimensional constructor
+    (`ARRAY[[1, 2], [3, 4]]`): sparkwire's arrays have one dimension, and counting or
+    bounding the nested form as one would answer wrongly (cardinality 2 for 4 elements)."""
+    if isinstance(array, exp.Array) and any(isinstance(e, exp.Array) for e in array.expressions):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported")
+    return array
+
+
 def array_bound(array: exp.Expression, dimension: exp.Expression, upper: bool) -> exp.Expression:
     """array_length/array_upper (upper) or array_lower of a one-dimensional array: NULL for an
     empty array and for any dimension but 1 (Spark's SIZE knows no dimensions)."""
-    size = exp.ArraySize(this=array.copy())
+    size = exp.ArraySize(this=one_dimensional(array).copy())
     present = exp.and_(_eq(dimension, 1), exp.GT(this=size.copy(), expression=exp.Literal.number(0)))
     return exp.If(this=present, true=size if upper else exp.Literal.number(1), false=exp.Null())
 
 
 def _array_size(node: exp.ArraySize) -> exp.Expression:
+    one_dimensional(node.this)
     dimension = node.args.get("expression")
     return node if dimension is None else array_bound(node.this, dimension, upper=True)
 

@@ -3,9 +3,11 @@ rows (server/system_catalog.py), without Spark."""
 
 from __future__ import annotations
 
+import pytest
 import sqlglot
 
 from planner import pg_compat
+from planner.errors import SqlError
 from planner.params import infer_types
 from planner.parser import parse_one
 from planner.translate import SessionContext, TableSource, resolve_tree
@@ -60,6 +62,18 @@ def test_array_forms():
     assert "(SELECT ARRAY_SORT(COLLECT_LIST(rolname)) FROM pg_roles)" in out
     assert "IF(s >= 1, TRY_ELEMENT_AT(x, s), NULL)" in out
     assert "name = '{a}'" in out  # a text column stays compared with text
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT cardinality(ARRAY[[1,2],[3,4]])",
+    "SELECT array_length(ARRAY[[1,2],[3,4]], 2)",
+    "SELECT array_upper(ARRAY[[1,2],[3,4]], 1)",
+])
+def test_a_multidimensional_array_is_refused_where_it_would_be_counted_as_one_dimension(sql):
+    with pytest.raises(SqlError) as err:
+        spark(sql)
+    assert (err.value.sqlstate, err.value.message) == ("0A000", "multidimensional arrays are not supported")
+    assert "SIZE(ARRAY(1, 2, 3))" in spark("SELECT cardinality(ARRAY[1,2,3])")
 
 
 def test_array_subscripts_count_from_one_and_out_of_range_is_null():
