@@ -8,7 +8,7 @@ PostgreSQL's and reaches the client.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -82,16 +82,17 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
     relations = _Relations(catalog)
     try:
         node = pg_parse.parse_one(text)
+        cast_from = None
         if write is not None:
             relations.seen[write.table] = catalog.get(write.table)  # its columns shaped the query
-            node = write.build(node)
-            if node is None:
+            found = dml.rows_query(node, write.table, write.targets)
+            if found is None:
                 raise p.NotYet("this form of the statement is not covered by this front end yet")
+            node, cast_from = found
         types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
-        binder = bind.Binder(relations, text, types, resolve_unknowns=write is None or write.cast_from is None)
-        rel = binder.query(node)
-        if write is not None and write.cast_from is not None:
-            rel = dml.cast_columns(rel, write.targets, write.cast_from)
+        rel = bind.Binder(relations, text, types, resolve_unknowns=cast_from is None).query(node)
+        if cast_from is not None:
+            rel = dml.cast_columns(rel, write.targets, cast_from)
         cols = p.columns(rel)
         out_types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
         bound = _Bound(rel, tuple(relations.seen.items()), [c.name for c in cols], out_types)
@@ -109,8 +110,6 @@ class _Dml:
 
     table: str
     targets: tuple[dml.Target, ...]
-    build: Callable[[pg_parse.Node], pg_parse.Node | None]
-    cast_from: int | None  # the first column cast to the targets' types once bound (None: none)
 
 
 def plan_write(text: str, table: str, targets: Sequence[dml.Target], catalog: Catalog, resolver_for,
@@ -119,15 +118,7 @@ def plan_write(text: str, table: str, targets: Sequence[dml.Target], catalog: Ca
     """The Spark SQL computing the rows of the INSERT, UPDATE or DELETE `text` on `table`
     (see planner.sql.dml for the columns of each), or None where this front end does not
     cover the statement yet."""
-    targets = tuple(targets)
-    kind = pg_parse.node_type(pg_parse.parse_one(text))
-    build: Callable[[pg_parse.Node], pg_parse.Node | None] = {
-        "InsertStmt": dml.insert_query,
-        "UpdateStmt": lambda node: dml.update_select(node, table, targets),
-        "DeleteStmt": lambda node: dml.delete_select(node, targets),
-    }[kind]
-    cast_from = {"InsertStmt": 0, "UpdateStmt": len(targets)}.get(kind)  # UPDATE: its new values
-    return plan(text, catalog, resolver_for, param_values, param_types, _Dml(table, targets, build, cast_from))
+    return plan(text, catalog, resolver_for, param_values, param_types, _Dml(table, tuple(targets)))
 
 
 def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, object] | None = None,
@@ -145,7 +136,7 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
         return None
     rel, types = bound.rel, bound.types
     if per_value_scale:
-        rel, types = value_scale.rewrite(rel), value_scale.output_types(rel, types)
+        rel, types = value_scale.apply(rel, types)
     views: dict[str, tuple[str, Item]] = {}
     resolve = resolver_for(views)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import pg_numeric
 from planner.codecs.base import DEC_CTX, US_PER_DAY, UTC, array_dims, element
 from planner.codecs.registry import CODECS, TEXT, register_types
 from planner.types import SqlType
@@ -143,7 +144,7 @@ def numeric_text(t: SqlType, v: Any) -> str:
     if t.per_value_scale:
         # PostgreSQL's own text of the value (planner.pg_numeric), or a Decimal whose
         # exponent is its display scale: printed as it is
-        return v if isinstance(v, str) else _exact_numeric_text(to_decimal(v))
+        return v if isinstance(v, str) else pg_numeric.text(to_decimal(v))
     d = to_decimal(v)
     if not d.is_finite():
         if d.is_nan():
@@ -161,12 +162,6 @@ def numeric_text(t: SqlType, v: Any) -> str:
     if s.startswith("-") and not s.strip("-0."):
         s = s[1:]  # PostgreSQL numerics have no negative zero
     return s
-
-
-def _exact_numeric_text(d: Decimal) -> str:
-    if not d.is_finite():
-        return "NaN" if d.is_nan() else ("-Infinity" if d.is_signed() else "Infinity")
-    return format(d.copy_abs() if d == 0 else d, "f")
 
 
 def _time_text(v: _dt.time | _dt.datetime) -> str:

@@ -46,6 +46,21 @@ class Target:
     cast: bool = True
 
 
+def rows_query(stmt: Node, table: str, targets: Sequence[Target]) -> tuple[Node, int | None] | None:
+    """The query computing the rows of INSERT, UPDATE or DELETE `stmt` on `table`, and the
+    first of its columns `cast_columns` casts to the targets once bound (None: none)."""
+    match node_type(stmt):
+        case "InsertStmt":
+            query = insert_query(stmt)
+            return (query, 0) if query is not None else None
+        case "UpdateStmt":
+            query = update_select(stmt, table, targets)
+            return (query, len(targets)) if query is not None else None  # the new values
+        case "DeleteStmt":
+            return delete_select(stmt, targets), None
+    return None
+
+
 def insert_query(stmt: Node) -> Node | None:
     """INSERT's query (its columns are cast to the targets by `cast_columns`, once bound)."""
     query = stmt["InsertStmt"].get("selectStmt")

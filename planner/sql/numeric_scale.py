@@ -39,11 +39,6 @@ _FUNCTIONS = {1730: "sqrt", 1732: "exp", 1734: "ln", 1736: "log", 1741: "log10",
 _AVERAGES = frozenset({2100, 2101, 2102, 2103})  # avg of bigint, integer, smallint, numeric
 
 
-def output_scales(rel: p.Rel) -> Scales:
-    """For each output column of `rel`, its numeric display scale if fixed, else None."""
-    return _scales(rel)
-
-
 @dataclass(frozen=True)
 class Target:
     """A top-level output column computed value by value: the top Map's expression `expr`
@@ -114,7 +109,8 @@ def _is_text(t: SqlType) -> bool:
     return t.base.name in ("text", "character varying") and t.typmod < 0 and not t.is_array
 
 
-def _scales(rel: p.Rel) -> Scales:
+def output_scales(rel: p.Rel) -> Scales:
+    """For each output column of `rel`, its numeric display scale if fixed, else None."""
     match rel:
         case p.Get(columns=cols):
             return [_declared(c.type) for c in cols]
@@ -124,21 +120,21 @@ def _scales(rel: p.Rel) -> Scales:
             return [_same([expr_scale(e, []) for e in col if not _is_null(e)])
                     for col in zip(*rows, strict=True)]
         case p.Map(input=inner, exprs=exprs):
-            base = _scales(inner)
+            base = output_scales(inner)
             return base + [expr_scale(e, base) for e in exprs]
         case p.Project(input=inner, outputs=outputs):
-            base = _scales(inner)
+            base = output_scales(inner)
             return [base[i] for i in outputs]
         case p.Filter(input=inner) | p.Distinct(input=inner) | p.TopK(input=inner):
-            return _scales(inner)
+            return output_scales(inner)
         case p.Join(left=left, right=right):
-            return _scales(left) + _scales(right)
+            return output_scales(left) + output_scales(right)
         case p.Reduce(input=inner, keys=keys, aggregates=aggs):
-            base = _scales(inner)
+            base = output_scales(inner)
             return [expr_scale(k, base) for k in keys] + [_aggregate_scale(a, base) for a in aggs]
         case p.SetOp(left=left, right=right):
             return [a if a == b else None
-                    for a, b in zip(_scales(left), _scales(right), strict=True)]
+                    for a, b in zip(output_scales(left), output_scales(right), strict=True)]
     return [None] * len(p.columns(rel))
 
 
@@ -177,11 +173,6 @@ def expr_scale(e: p.Expr, inputs: Scales) -> int | None:
             results = [r for _, r in whens] + [default]
             return _same([expr_scale(r, inputs) for r in results if not _is_null(r)])
     return None
-
-
-def input_scales(rel: p.Rel) -> Scales:
-    """The fixed scales of `rel`'s columns, as an expression over them sees them."""
-    return _scales(rel)
 
 
 def with_display_scales(types: list[SqlType], scales: Scales) -> list[SqlType]:

@@ -11,8 +11,8 @@ display scale summed, when the argument's is not fixed), added to the GROUP BY b
 
 A column the ORDER BY sorts on keeps Spark's own expression for the sort; the text is a
 column of its own beside it. Nested uses (`a / b + 1`) are left as they were. The caller
-asks for both `output_types` and `rewrite` (server.bound_query does for a one-shot
-SELECT), so that the types say what the generated query returns.
+gets the plan and the types together from `apply` (server.bound_query does for a
+one-shot SELECT and a SUBSCRIBE), so that the types say what the generated query returns.
 """
 
 from __future__ import annotations
@@ -53,24 +53,25 @@ _COUNT = _aggregate("count", "count({0})")
 _MAX_DSCALE = _aggregate("max", "max(length(regexp_extract(cast({0} as string), '[.]([0-9]*[1-9])', 1)))")
 
 
-def output_types(rel: p.Rel, types: list[SqlType]) -> list[SqlType]:
-    """Query `rel`'s output types, each numeric that `rewrite` computes value by value
-    marked as arriving as PostgreSQL's text."""
+def apply(rel: p.Rel, types: list[SqlType]) -> tuple[p.Rel, list[SqlType]]:
+    """Query `rel` with its per-value numeric output columns computed by the UDFs, and its
+    output types with those columns marked as arriving as PostgreSQL's text (both as they
+    were when it has none). The columns, their names and order stay the same."""
     targets = numeric_scale.per_value_targets(rel)
-    return numeric_scale.with_display_scales(
+    if not targets:
+        return rel, types
+    marked = numeric_scale.with_display_scales(
         types, [numeric_scale.PER_VALUE if i in targets else None for i in range(len(types))])
+    return _rewrite(rel, targets), marked
 
 
-def rewrite(rel: p.Rel) -> p.Rel:
-    """`rel` with its per-value numeric output columns computed by the UDFs (unchanged
-    when it has none). The columns, their names and order stay the same."""
-    targets = numeric_scale.per_value_targets(rel)
+def _rewrite(rel: p.Rel, targets: dict[int, numeric_scale.Target]) -> p.Rel:
     found = numeric_scale.top_map(rel)
     if not targets or found is None:
         return rel
     project, top, m = found
     width = len(p.columns(m.input))
-    scales = numeric_scale.input_scales(m.input)
+    scales = numeric_scale.output_scales(m.input)
     source, avg_parts = _with_avg_parts(m, {t.expr for t in targets.values() if t.operation == "avg"})
     grown = len(p.columns(source)) - width
 
@@ -137,7 +138,7 @@ def _with_avg_parts(m: p.Map, avgs: set[int]) -> tuple[p.Rel, dict[int, tuple[p.
         rel = rel.input
     assert isinstance(rel, p.Reduce)
     reduce = rel
-    arg_scales = numeric_scale.input_scales(reduce.input)
+    arg_scales = numeric_scale.output_scales(reduce.input)
     aggregates, names = list(reduce.aggregates), list(reduce.names)
     parts: dict[int, tuple[p.Expr, ...]] = {}
     base = len(reduce.keys)

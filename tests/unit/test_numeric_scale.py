@@ -75,8 +75,8 @@ def test_casts_to_integers_round_as_postgres_does_and_float4_is_range_checked():
 def _typed_spark(sql: str) -> tuple[list[SqlType], str]:
     rel = bind.Binder(_Catalog(), sql).query(pg_parse.parse_one(sql))
     types = numeric_scale.with_display_scales([c.type for c in p.columns(rel)], numeric_scale.output_scales(rel))
-    types = value_scale.output_types(rel, types)
-    return types, spark_sql.to_spark(value_scale.rewrite(rel), lambda name: name, types)
+    rel, types = value_scale.apply(rel, types)
+    return types, spark_sql.to_spark(rel, lambda name: name, types)
 
 
 def test_top_level_value_scaled_results_become_udf_calls_returning_postgres_text():
