@@ -50,6 +50,12 @@ _SPARK_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.driver.memory": "4g",
     "spark.sql.files.openCostInBytes": "1048576",
+    # Scans split into at least 16 pieces of at most 16 MB of files: a streamed result (a
+    # SUBSCRIBE snapshot, spark_backend.arrow_stream) is served one partition at a time, so
+    # its first rows wait for one small piece rather than a third of the table (1e7 rows:
+    # about 3 s to the first row instead of 4.2-4.8), and two cores stay evenly busy.
+    "spark.sql.files.minPartitionNum": "16",
+    "spark.sql.files.maxPartitionBytes": str(16 << 20),
 }
 
 # Defence in depth behind the planner's allowlists (DESIGN.md, "Deny by default"): even SQL
