@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from planner import jsonb_funcs, jsonb_ops, pg_functions, pg_numeric
+from planner import jsonb_funcs, jsonb_ops, pg_float, pg_functions, pg_numeric
 
 
 class Kind(Enum):
@@ -131,8 +131,8 @@ FUNCTIONS: tuple[Function, ...] = (
     F(2092, "array_upper", "anyarray, integer", "integer", "if({1} = 1 and size({0}) > 0, size({0}), null)"),
     F(1620, "ascii", "text", "integer", "ascii({0})"),
     F(872, "initcap", "text", "text", pg_functions.INITCAP),
-    F(1602, "atan", "double precision", "double precision", "atan({0})"),
-    F(1603, "atan2", "double precision, double precision", "double precision", "atan2({0}, {1})"),
+    F(1602, "atan", "double precision", "double precision", "sparkwire_float8_atan({0})"),
+    F(1603, "atan2", "double precision, double precision", "double precision", "sparkwire_float8_atan2({0}, {1})"),
     A(2100, "avg", "bigint", "numeric", "avg({0})"),
     A(2101, "avg", "integer", "numeric", "avg({0})"),
     A(2102, "avg", "smallint", "numeric", "avg({0})"),
@@ -145,7 +145,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(884, "btrim", "text, text", "text", "trim({1} from {0})"),
     F(885, "btrim", "text", "text", "trim({0})"),
     F(3179, "cardinality", "anyarray", "integer", "size({0})"),
-    F(1345, "cbrt", "double precision", "double precision", "cbrt({0})"),
+    F(1345, "cbrt", "double precision", "double precision", "sparkwire_float8_cbrt({0})"),
     F(1711, "ceil", "numeric", "numeric", "ceil({0})"),
     F(2308, "ceil", "double precision", "double precision", "ceil({0})"),
     F(2167, "ceiling", "numeric", "numeric", "ceil({0})"),
@@ -158,8 +158,8 @@ FUNCTIONS: tuple[Function, ...] = (
     # concat/concat_ws: as written for a number (made text first); a boolean becomes t/f
     F(3058, "concat", "\"any\"", "text", "concat(coalesce(cast({0} as string), ''))", variadic=True),
     F(3059, "concat_ws", "text, \"any\"", "text", "concat_ws({0}, cast({1} as string))", variadic=True),
-    F(1605, "cos", "double precision", "double precision", "cos({0})"),
-    F(2463, "cosh", "double precision", "double precision", "cosh({0})"),
+    F(1605, "cos", "double precision", "double precision", "sparkwire_float8_cos({0})"),
+    F(2463, "cosh", "double precision", "double precision", "sparkwire_float8_cosh({0})"),
     A(2147, "count", "\"any\"", "bigint", "count({0})"),
     A(2803, "count", "", "bigint", "count()"),
     W(3104, "cume_dist", "", "double precision", "cume_dist()"),
@@ -173,11 +173,11 @@ FUNCTIONS: tuple[Function, ...] = (
     F(2021, "date_part", "text, timestamp without time zone", "double precision", "extract(year from {1})"),
     F(1217, "date_trunc", "text, timestamp with time zone", "timestamp with time zone", "date_trunc('day', {1})"),
     F(2020, "date_trunc", "text, timestamp without time zone", "timestamp without time zone", "cast(date_trunc('day', {1}) as timestamp_ntz)"),
-    F(1608, "degrees", "double precision", "double precision", "degrees({0})"),
+    F(1608, "degrees", "double precision", "double precision", "sparkwire_float8_degrees({0})"),
     W(3102, "dense_rank", "", "bigint", "dense_rank()"),
     F(1973, "div", "numeric, numeric", "numeric", "cast({0} div {1} as decimal(38, 10))"),
     A(2519, "every", "boolean", "boolean", "every({0})"),
-    F(1347, "exp", "double precision", "double precision", "exp({0})"),
+    F(1347, "exp", "double precision", "double precision", "sparkwire_float8_exp({0})"),
     F(1732, "exp", "numeric", "numeric", "exp({0})"),
     F(6199, "extract", "text, date", "numeric", "extract(year from {1})"),
     F(6202, "extract", "text, timestamp without time zone", "numeric", "extract(year from {1})"),
@@ -279,12 +279,12 @@ FUNCTIONS: tuple[Function, ...] = (
     F(3060, "left", "text, integer", "text", "if({1} >= 0, left({0}, {1}), substring({0}, 1, greatest(length({0}) + {1}, 0)))"),
     F(1317, "length", "text", "integer", "length({0})"),
     F(1318, "length", "character", "integer", "length({0})"),
-    F(1341, "ln", "double precision", "double precision", "rewrite"),
+    F(1341, "ln", "double precision", "double precision", "sparkwire_float8_ln({0})"),
     F(1734, "ln", "numeric", "numeric", "rewrite"),
-    F(1340, "log", "double precision", "double precision", "rewrite"),
+    F(1340, "log", "double precision", "double precision", "sparkwire_float8_log10({0})"),
     F(1736, "log", "numeric, numeric", "numeric", "rewrite"),
     F(1741, "log", "numeric", "numeric", "rewrite"),
-    F(1194, "log10", "double precision", "double precision", "rewrite"),
+    F(1194, "log10", "double precision", "double precision", "sparkwire_float8_log10({0})"),
     F(1481, "log10", "numeric", "numeric", "rewrite"),
     F(870, "lower", "text", "text", "lower({0})"),
     F(873, "lpad", "text, integer, text", "text", "lpad({0}, {1}, {2})"),
@@ -411,8 +411,8 @@ FUNCTIONS: tuple[Function, ...] = (
     S(1993, "shobj_description", "oid, name", "text", "cast(null as string)"),
     F(1706, "sign", "numeric", "numeric", "sign({0})"),
     F(2310, "sign", "double precision", "double precision", "sign({0})"),
-    F(1604, "sin", "double precision", "double precision", "sin({0})"),
-    F(2462, "sinh", "double precision", "double precision", "sinh({0})"),
+    F(1604, "sin", "double precision", "double precision", "sparkwire_float8_sin({0})"),
+    F(2462, "sinh", "double precision", "double precision", "sparkwire_float8_sinh({0})"),
     F(2088, "split_part", "text, text, integer", "text", "split_part({0}, {1}, {2})"),
     F(1344, "sqrt", "double precision", "double precision", "case when {0} < 0 then raise_error('sparkwire:2201f:cannot take square root of a negative number') else sqrt({0}) end"),
     F(1730, "sqrt", "numeric", "numeric", "case when {0} < 0 then raise_error('sparkwire:2201f:cannot take square root of a negative number') else sqrt({0}) end"),
@@ -448,8 +448,8 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2110, "sum", "real", "real", "sum({0})"),
     A(2111, "sum", "double precision", "double precision", "sum({0})"),
     A(2114, "sum", "numeric", "numeric", "sum({0})"),
-    F(1606, "tan", "double precision", "double precision", "tan({0})"),
-    F(2464, "tanh", "double precision", "double precision", "tanh({0})"),
+    F(1606, "tan", "double precision", "double precision", "sparkwire_float8_tan({0})"),
+    F(2464, "tanh", "double precision", "double precision", "sparkwire_float8_tanh({0})"),
     F(2089, "to_hex", "integer", "text", "lower(hex(cast({0} as bigint) & 4294967295))"),
     F(2090, "to_hex", "bigint", "text", "lower(hex({0}))"),
     S(3495, "to_regclass", "text", "regclass", "rewrite"),
@@ -530,6 +530,7 @@ _INTERNAL_SPARK = frozenset((
     "shiftleft", "upper", "posexplode", "forall", "array_repeat", "filter", "array_remove", "unhex", "weekday", "unix_micros", "datediff", "log", "decimal",
     "split",  # an int2vector (pg_index.indoption) subscripted: planner.pg_compat
     "chr", "translate", "typeof",  # array::text: planner.pg_functions.array_text_template
+    "instr", "regexp_replace",  # a numeric's text without Spark's padding: pg_functions.UNSCALED_NUMERIC_TEXT
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")
@@ -545,4 +546,5 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | frozenset(jsonb_ops.UDF_NAMES.values())
                                    | frozenset(jsonb_funcs.UDF_NAMES.values())
                                    | frozenset(pg_numeric.UDF_NAMES.values())
+                                   | frozenset(pg_float.UDF_NAMES.values())
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

@@ -384,7 +384,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(654, "||", "text", "text", "text", "concat({0}, {1})"),
     O(2779, "||", "text", "anynonarray", "text", "concat({0}, {1})"),
     O(2780, "||", "anynonarray", "text", "text", "concat({0}, {1})"),
-    O(597, "||/", "", "double precision", "double precision", "cbrt({0})"),
+    O(597, "||/", "", "double precision", "double precision", "sparkwire_float8_cbrt({0})"),
     O(639, "~", "name", "text", "boolean", "{0} rlike {1}"),
     O(641, "~", "text", "text", "boolean", "{0} rlike {1}"),
     O(1877, "~", "", "smallint", "smallint", "~{0}"),

@@ -19,11 +19,15 @@ spark_backend.errors turns back into that SQLSTATE and text.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import sqlglot
 from sqlglot import exp
 
+from planner import pg_float
+from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.types import column_type
 
 ERROR_PREFIX = "sparkwire:"
 
@@ -324,19 +328,25 @@ def _bool_text(value: exp.Expression) -> exp.Expression:
                          exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("f"))])
 
 
+_BYTEA = column_type("bytea")
 _SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # Spark prints them as PostgreSQL
 
 
 def typed(tree: exp.Expression) -> None:
     """Rewrites that need the operands' types (the tree is annotated; changed in place)."""
+    for cast in list(tree.find_all(exp.Cast)):
+        if cast.to.this in (_T.BINARY, _T.VARBINARY) and isinstance(cast.this, exp.Literal) and cast.this.is_string:
+            # '\x0102'::bytea is two bytes, read by bytea's input function (Spark's cast
+            # takes the text's own bytes); first, so that a cast of it to text sees them
+            value = _fn("unhex", exp.Literal.string(decode_text(_BYTEA, cast.this.this.encode()).hex()))
+            value.type = exp.DataType.build("BINARY")
+            cast.replace(value)
     for node in list(tree.walk()):
         if isinstance(node, (exp.Concat, exp.ConcatWs)):
             for arg in list(node.expressions):
-                if _is(arg, _T.BOOLEAN):
-                    arg.replace(_bool_text(arg))
-                elif _is(arg, *_SAME_TEXT_TYPES):
-                    # Spark writes coalesce(n, '') for it: n must be text first, or '' is read as a number
-                    arg.replace(exp.Cast(this=arg.copy(), to=exp.DataType.build("STRING")))
+                text = _output_text(arg)
+                if text is not None:
+                    arg.replace(text)
         elif isinstance(node, exp.TimestampTrunc) and _is(node.this, _T.TIMESTAMPNTZ):
             # Spark's DATE_TRUNC gives a TIMESTAMP (with time zone) even for one without.
             node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ")))
@@ -363,6 +373,71 @@ def typed(tree: exp.Expression) -> None:
             node.replace(_array_concat(node))
         elif isinstance(node, exp.Div) and _wide_decimal(node.this) and _wide_decimal(node.expression):
             node.replace(_decimal_division(node))
+        elif (call := _float_function(node)) is not None:
+            node.replace(call)
+
+
+# A numeric's text without the trailing zeros of its Spark scale ({0}: its text)
+UNSCALED_NUMERIC_TEXT = "CASE WHEN instr({0}, '.') > 0 THEN regexp_replace({0}, '[.]?0+$', '') ELSE {0} END"
+
+
+def _numeric_constant(node: exp.Expression) -> str | None:
+    """The digits of a numeric constant (2.50, -1e3) as PostgreSQL prints it, else None:
+    sqlglot types 2.50 as DOUBLE, whose text would be 2.5."""
+    negative = isinstance(node, exp.Neg)
+    literal = node.this if negative else node
+    if not (isinstance(literal, exp.Literal) and literal.is_number):
+        return None
+    digits = f"{Decimal(literal.this):f}"
+    return f"-{digits}" if negative and Decimal(digits) else digits
+
+
+def _output_text(arg: exp.Expression) -> exp.Expression | None:
+    """A concat/concat_ws argument as its type's output function writes it, where Spark's
+    own text of it would differ (None: it is the same)."""
+    constant = _numeric_constant(arg)
+    to_text = exp.Cast(this=arg.copy(), to=exp.DataType.build("STRING"))
+    if constant is not None:
+        return exp.Literal.string(constant)
+    if _is(arg, _T.BOOLEAN):
+        return _bool_text(arg)
+    if _wide_decimal(arg):  # an unconstrained numeric: its digits without Spark's scale's zeros
+        return sqlglot.parse_one(UNSCALED_NUMERIC_TEXT.replace("{0}", "__a0"), read="spark").transform(
+            lambda n: to_text.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)
+    if _is(arg, *_SAME_TEXT_TYPES):
+        # Spark writes coalesce(n, '') for it: n must be text first, or '' is read as a number
+        return to_text
+    if _is(arg, _T.ARRAY) or arg.meta.get("pg_array"):
+        return _array_text(to_text)
+    if _is(arg, _T.BINARY, _T.VARBINARY):
+        return _bytea_text(to_text)
+    if _is(arg, _T.DOUBLE):
+        return _fn(FLOAT_TEXT_UDFS["double precision"], arg.copy())
+    if _is(arg, _T.FLOAT):
+        return _fn(FLOAT_TEXT_UDFS["real"], arg.copy())
+    if _is(arg, _T.TIMESTAMP, _T.TIMESTAMPLTZ, _T.TIMESTAMPTZ):
+        return _fn("concat", to_text, exp.Literal.string("+00"))  # the session's TimeZone, always UTC
+    return None
+
+
+def _float_function(node: exp.Expression) -> exp.Expression | None:
+    """A float8 function as the C library computes it (planner.pg_float), else None: exp, ln
+    and log10 of a numeric are numeric functions."""
+    if not isinstance(node, exp.Func):
+        return None
+    name = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+    if isinstance(node, exp.Anonymous):
+        args = list(node.expressions)
+    else:
+        args = [v for k in node.arg_types if isinstance(v := node.args.get(k), exp.Expression)]
+    if name == "log" and len(args) == 2 and isinstance(args[0], exp.Literal) and args[0].this == "10":
+        name, args = "log10", args[1:]  # log10(x) and log(x), as _log writes them
+    if name not in pg_float.UDF_NAMES:
+        return None
+    if name in ("exp", "ln", "log10") and not (len(args) == 1 and _is_float(args[0])):
+        return None
+    return _fn(pg_float.UDF_NAMES[name], *(a if _is(a, _T.DOUBLE) else exp.Cast(this=a.copy(), to=exp.DataType.build("DOUBLE"))
+                                           for a in args))
 
 
 def _wide_decimal(node: exp.Expression) -> bool:

@@ -21,6 +21,7 @@ from planner import jsonb_calls, params, pg_functions
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.functions import Kind
+from planner.sql import numeric_scale
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.types import SqlType
@@ -66,6 +67,9 @@ class _Generator:
         self.param_values = param_values
         self.aliases = (f"t{i}" for i in itertools.count())
         self.outer: list[list[exp.Expression]] = []  # enclosing levels' input columns, innermost last
+        # id of a list of input columns → (the list, kept alive so the id stays its own; the
+        # relation they are the columns of): for the numeric scale of what reads them
+        self.sources: dict[int, tuple[list[exp.Expression], p.Rel]] = {}
 
     # -- relations -------------------------------------------------------------------------
 
@@ -108,7 +112,17 @@ class _Generator:
             return None, []
         alias = next(self.aliases)
         sub = self.query(rel).subquery(alias)
-        return sub, [exp.column(f"c{i}", alias) for i in range(len(p.columns(rel)))]
+        return sub, self._columns_of(rel, [exp.column(f"c{i}", alias) for i in range(len(p.columns(rel)))])
+
+    def _columns_of(self, rel: p.Rel, cols: list[exp.Expression]) -> list[exp.Expression]:
+        self.sources[id(cols)] = (cols, rel)
+        return cols
+
+    def _scale(self, e: p.Expr, cols: list[exp.Expression]) -> int | None:
+        """The display scale of numeric `e` over input columns `cols`, if every value has it."""
+        source = self.sources.get(id(cols))
+        inputs = numeric_scale.output_scales(source[1]) if source is not None else [None] * len(cols)
+        return numeric_scale.expr_scale(e, inputs)
 
     def _source(self, inner: p.Rel) -> tuple[exp.Select, list[exp.Expression]]:
         """A SELECT reading `inner` (no select list yet), and `inner`'s columns in it. A join
@@ -148,7 +162,7 @@ class _Generator:
         quadratic or worse in the number of tables: a 37-table join took minutes to plan."""
         q, lcols = self._source(j.left)  # a join on the left continues the same FROM
         right, rcols = self._from(j.right)
-        cols = lcols + rcols
+        cols = self._columns_of(j, lcols + rcols)
         if right is None:
             return q, cols
         if q.find(exp.From) is None:  # the left is one row of no columns
@@ -185,6 +199,24 @@ class _Generator:
         if a.distinct:
             call = _distinct_args(call)
         return call
+
+    def _concat(self, name: str, args: tuple[p.Expr, ...], cols: list[exp.Expression]) -> exp.Expression:
+        """concat/concat_ws: each argument as its type's output function writes it, which is
+        its cast to text but for a boolean (t/f, where the cast says true) and char(n)
+        (padded, where the cast trims)."""
+        texts = []
+        for a in args:
+            value = self.scalar(a, cols)
+            if a.type.is_array or a.type.base.name not in ("boolean", "character"):
+                texts.append(self.scalar(p.Cast(arg=a, type=TEXT), cols))
+            elif a.type.base.name == "boolean":
+                texts.append(_template("CASE WHEN {0} THEN 't' WHEN NOT {0} THEN 'f' END", [value]))
+            else:
+                texts.append(exp.Cast(this=value, to=exp.DataType.build("STRING")))
+        if name == "concat":  # NULLs count as empty
+            return exp.Anonymous(this="concat", expressions=[
+                exp.Coalesce(this=t, expressions=[exp.Literal.string("")]) for t in texts])
+        return exp.Anonymous(this="concat_ws", expressions=texts)  # NULLs are skipped, a NULL separator is NULL
 
     def _window(self, w: p.WindowCall, cols) -> exp.Expression:
         f, args = w.func, [self.scalar(x, cols) for x in w.args]
@@ -270,9 +302,7 @@ class _Generator:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
             case p.Call(func=f, args=args):
                 if f.variadic and '"any"' in f.args:
-                    # concat(true) is 't': each argument by its type's output function, which
-                    # the sqlglot path writes; a cast to STRING is Spark's text ('true')
-                    raise p.NotYet(f"{f.name} is not covered by this front end yet")
+                    return self._concat(f.name, args, cols)
                 if f.name in ("pow", "power") and f.result == "double precision":
                     # PostgreSQL's dpow (its errors, pow(1, NaN) = 1), as float8's ^ writes it
                     return _template(pg_functions.float_power_template(), [self.scalar(a, cols) for a in args])
@@ -306,6 +336,24 @@ class _Generator:
                 # char(n) to text drops the padding, as PostgreSQL's rtrim1 does
                 trimmed = exp.Anonymous(this="rtrim", expressions=[self.scalar(arg, cols)])
                 return exp.Cast(this=trimmed, to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.Cast(arg=arg, type=t) if arg.type.base.name == "timestamp with time zone" and t.base.name in (
+                    "text", "character varying") and not t.is_array and not arg.type.is_array:
+                # timestamptz_out writes the offset of the session's TimeZone, always UTC here
+                text = _template("concat(cast({0} as string), '+00')", [self.scalar(arg, cols)])
+                return pg_functions.varchar_cut(text, t.max_length) if t.max_length is not None else text
+            case p.Cast(arg=arg, type=t) if arg.type.base.name == "numeric" and t.base.name in (
+                    "text", "character varying") and not t.is_array and not arg.type.is_array:
+                # Spark's scale is not PostgreSQL's (an unconstrained numeric is DECIMAL(38, 10)):
+                # the text has the scale PostgreSQL's rules fix, as the wire's has; where the
+                # values' own scales decide, no trailing zeros
+                scale = self._scale(arg, cols)
+                value = self.scalar(arg, cols)
+                if scale is not None:
+                    value = exp.Cast(this=value, to=exp.DataType.build(f"DECIMAL(38, {min(scale, 38)})"))
+                text = exp.Cast(this=value, to=exp.DataType.build("STRING"))
+                if scale is None:
+                    text = _template(pg_functions.UNSCALED_NUMERIC_TEXT, [text])
+                return pg_functions.varchar_cut(text, t.max_length) if t.max_length is not None else text
             case p.Cast(arg=arg, type=t) if t.base.name == "character varying" and t.max_length is not None \
                     and not t.is_array:
                 # An explicit cast to varchar(n) cuts the value to n characters, as PostgreSQL's does
@@ -414,7 +462,7 @@ def _literal(value, t: SqlType) -> exp.Expression:
     if isinstance(value, int) and not isinstance(value, bool) and t.base.name == "integer" and not t.is_array:
         return exp.Literal.number(value)  # Spark's own type for it: INT
     if isinstance(value, Decimal) and value.is_finite():
-        return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build(_decimal_type(value)))
+        return exp.Cast(this=exp.Literal.string(f"{value:f}"), to=exp.DataType.build(_decimal_type(value)))
     return params.literal(value, t)
 
 
@@ -430,7 +478,7 @@ def _decimal_type(d: Decimal) -> str:
     """The exact DECIMAL a numeric constant needs (PostgreSQL keeps every digit written)."""
     _sign, digits, exponent = d.as_tuple()
     scale = max(0, -exponent)
-    precision = max(len(digits), scale + 1)
+    precision = max(len(digits) + max(0, exponent), scale + 1)  # 1e3 is 1000: four digits
     return f"DECIMAL({min(precision, 38)},{min(scale, 38)})"
 
 

@@ -76,13 +76,19 @@ def translated(f: Function) -> str | None:
     return body.lower()
 
 
+_GUARDED = ("ln", "log", "log10")
+
+
 @pytest.mark.parametrize("f", [f for f in functions.FUNCTIONS if not f.spark.startswith("<run by the server")],
                          ids=lambda f: f"{f.oid}-{f.identity}")
 def test_the_catalog_says_what_each_function_becomes(f):
     text = translated(f)
     # A SYSTEM entry's text may name what it depends on: the session, the server.
     if f.spark != "rewrite" and f.semantics is functions.Semantics.POSTGRES:
-        assert text == f.spark, f"{f.identity}: the catalog says {f.spark!r}, translation writes {text!r}"
+        if f.name in _GUARDED:  # the older path checks the domain around the call as well
+            assert f"else {f.spark} end" in text, f"{f.identity}: {f.spark!r} is not the call in {text!r}"
+        else:
+            assert text == f.spark, f"{f.identity}: the catalog says {f.spark!r}, translation writes {text!r}"
 
 
 def test_the_spark_functions_allowed_are_the_catalogs():
