@@ -34,6 +34,7 @@ UDF_NAMES: dict[str, str] = {
     "exp": "sparkwire_numeric_exp",
     "ln": "sparkwire_numeric_ln",
     "avg": "sparkwire_numeric_avg",
+    "variance": "sparkwire_numeric_variance",
 }
 
 NBASE = 10000
@@ -87,6 +88,34 @@ def avg(total: Decimal | None, count: int, dscale_total: int | None = None) -> D
     if total is None or count == 0:
         return None
     return div(total, Decimal(count), dscale_total, 0)
+
+
+# The variance family's finishing step: (sample?, square root?) by aggregate name
+VARIANCES = {"var_pop": (False, False), "var_samp": (True, False), "variance": (True, False),
+             "stddev_pop": (False, True), "stddev_samp": (True, True), "stddev": (True, True)}
+
+
+def variance(name: str, count: int, sum_x: Decimal | None, sum_x2: Decimal | None,
+             dscale_x: int | None = None) -> Decimal | None:
+    """var_pop/var_samp/stddev_pop/stddev_samp from the count, sum and sum of squares of the
+    values, as numeric_stddev_internal finishes them (integers too: numeric_poly_*). The
+    sum's dscale is the largest of the values' (0 for integers); None where PostgreSQL's
+    answer is NULL (no rows; one row, for the sample forms)."""
+    sample, root = VARIANCES[name]
+    if sum_x is None or sum_x2 is None or count == 0 or (sample and count == 1):
+        return None
+    rscale = 2 * _dscale(sum_x, dscale_x)
+    n_x, s_x = _scaled_int(sum_x)
+    n_x2, s_x2 = _scaled_int(sum_x2)
+    # N * sumX2 - sumX * sumX, exact at rscale (every product's digits fit it)
+    numerator = count * n_x2 * 10 ** (rscale - s_x2) - n_x * n_x * 10 ** (rscale - 2 * s_x)
+    if numerator <= 0:  # round-off cannot make it negative here, but PostgreSQL's test stays
+        return _ZERO
+    num = _from_int(numerator, rscale)
+    den = Decimal(count * (count - 1) if sample else count * count)
+    rscale = _div_scale(num, den, rscale, 0)
+    result = _exact_div(num, den, rscale)
+    return _sqrt(result, rscale) if root else result
 
 
 def sqrt(x: Decimal, dscale: int | None = None) -> Decimal:

@@ -2,7 +2,8 @@
 avg, sqrt, ln, log, exp, power: planner.pg_numeric), as Python UDFs registered in a Spark
 session under the names the planner writes (planner.pg_numeric.UDF_NAMES).
 
-Each takes the operands (Spark decimals; avg: its sum and count) and their display scales
+Each takes the operands (Spark decimals; avg: its sum and count; the variance family: count,
+sum, sum of squares and which of them) and their display scales
 (-1 or NULL: the digits the value shows), and returns PostgreSQL's text of the result, or
 NULL when an operand is NULL. PostgreSQL's errors leave the worker as jsonb_udfs' do."""
 
@@ -43,9 +44,20 @@ def _avg(total: Decimal | None, count: int | None, scale_total: int | None) -> s
     return _text(pg_numeric.avg(total, count, _scale(scale_total)))
 
 
+_VARIANCE_NAMES = tuple(pg_numeric.VARIANCES)  # the UDF's kind argument indexes this
+
+
+def _variance(count: int | None, sum_x: Decimal | None, sum_x2: Decimal | None, scale_x: int | None,
+              kind: int) -> str | None:
+    if not count:
+        return None
+    return _text(pg_numeric.variance(_VARIANCE_NAMES[kind], count, sum_x, sum_x2, _scale(scale_x)))
+
+
 _OPERATIONS = {
     "div": _binary(pg_numeric.div), "power": _binary(pg_numeric.power), "log": _binary(pg_numeric.log),
     "sqrt": _unary(pg_numeric.sqrt), "exp": _unary(pg_numeric.exp), "ln": _unary(pg_numeric.ln), "avg": _avg,
+    "variance": _variance,
 }
 
 

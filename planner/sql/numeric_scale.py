@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from planner.pg_numeric import VARIANCES
 from planner.sql import plan as p
 from planner.types import SqlType
 
@@ -102,7 +103,18 @@ def _operation(e: p.Expr, source: p.Rel) -> str | None:
                 agg = r.aggregates[i - len(r.keys)]
                 if agg.func.oid in _AVERAGES and not agg.distinct:
                     return "avg"
+                if agg.func.name in VARIANCES and not agg.distinct and variance_scale(agg, r) is not None:
+                    return "variance"
     return None
+
+
+def variance_scale(agg: p.AggCall, reduce: p.Reduce) -> int | None:
+    """The scale of a variance-family aggregate's argument when every value has the same
+    (0 for an integer): its squares are then summed exactly (planner.sql.value_scale)."""
+    [arg] = agg.args
+    if _is_integer(arg.type):
+        return 0
+    return expr_scale(arg, output_scales(reduce.input)) if _is_numeric(arg.type) else None
 
 
 def _is_text(t: SqlType) -> bool:

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from planner import jsonb_calls, params, pg_functions
 from planner.codecs.text_in import decode_text
-from planner.errors import SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import Kind
 from planner.sql import numeric_scale
 from planner.sql import plan as p
@@ -288,6 +288,10 @@ class _Generator:
             case p.ColRef(level=0, index=i):
                 return cols[i].copy()
             case p.ColRef(level=level, index=i):
+                if level > 1:
+                    # Spark resolves an outer reference in the enclosing query only
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "a subquery that refers to a column of a query "
+                                   "two or more levels out is not supported")
                 return self.outer[-level][i].copy()
             case p.Literal(value=value, type=t):
                 return _literal(value, t)

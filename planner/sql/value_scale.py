@@ -21,7 +21,7 @@ from dataclasses import replace
 from decimal import Decimal
 
 from planner.functions import Function, Kind
-from planner.pg_numeric import UDF_NAMES
+from planner.pg_numeric import UDF_NAMES, VARIANCES
 from planner.sql import numeric_scale
 from planner.sql import plan as p
 from planner.sql.coerce import BIGINT, INTEGER, NUMERIC
@@ -72,7 +72,8 @@ def _rewrite(rel: p.Rel, targets: dict[int, numeric_scale.Target]) -> p.Rel:
     project, top, m = found
     width = len(p.columns(m.input))
     scales = numeric_scale.output_scales(m.input)
-    source, avg_parts = _with_avg_parts(m, {t.expr for t in targets.values() if t.operation == "avg"})
+    source, avg_parts = _with_aggregate_parts(
+        m, {t.expr: t.operation for t in targets.values() if t.operation in ("avg", "variance")})
     grown = len(p.columns(source)) - width
 
     def moved(k: int) -> int:  # a Map column's index once the source has grown
@@ -104,9 +105,9 @@ def _call(e: p.Expr, operation: str, scales: numeric_scale.Scales,
     result_type = e.type
     if isinstance(e, p.Cast):  # shown as text: the UDF's text is that text
         e = e.arg
-    if operation == "avg":
+    if operation in ("avg", "variance"):
         assert avg_part is not None
-        return p.Call(_udf("avg", 3), avg_part, result_type)
+        return p.Call(_udf(operation, len(avg_part)), avg_part, result_type)
     assert isinstance(e, (p.OpCall, p.Call))
     args = e.args
     if operation == "log10":  # log(x) is log(10, x)
@@ -126,10 +127,12 @@ def _scale_of(e: p.Expr, scales: numeric_scale.Scales) -> p.Literal:
     return p.Literal(UNKNOWN_SCALE if s is None else s, INTEGER)
 
 
-def _with_avg_parts(m: p.Map, avgs: set[int]) -> tuple[p.Rel, dict[int, tuple[p.Expr, ...]]]:
-    """The Map's source with, for each avg its expressions `avgs` read, the aggregates
-    PostgreSQL finishes avg from appended to the GROUP BY: {expr: (sum, count, dscale)}."""
-    if not avgs:
+def _with_aggregate_parts(m: p.Map, aggregates: dict[int, str]) -> tuple[p.Rel, dict[int, tuple[p.Expr, ...]]]:
+    """The Map's source with, for each avg or variance-family aggregate its expressions
+    `aggregates` read, the aggregates PostgreSQL finishes it from appended to the GROUP BY:
+    {expr: (sum, count, dscale)} for avg, {expr: (count, sum, sum of squares, dscale, which)}
+    for the variance family."""
+    if not aggregates:
         return m.input, {}
     filters: list[p.Filter] = []
     rel = m.input
@@ -139,28 +142,65 @@ def _with_avg_parts(m: p.Map, avgs: set[int]) -> tuple[p.Rel, dict[int, tuple[p.
     assert isinstance(rel, p.Reduce)
     reduce = rel
     arg_scales = numeric_scale.output_scales(reduce.input)
-    aggregates, names = list(reduce.aggregates), list(reduce.names)
+    aggregates_, names = list(reduce.aggregates), list(reduce.names)
     parts: dict[int, tuple[p.Expr, ...]] = {}
     base = len(reduce.keys)
 
     def add(func: Function, arg: p.Expr, t) -> p.ColRef:
-        aggregates.append(p.AggCall(func, (arg,), False, t))
+        aggregates_.append(p.AggCall(func, (arg,), False, t))
         names.append(func.name)
-        return p.ColRef(0, base + len(aggregates) - 1, t)
+        return p.ColRef(0, base + len(aggregates_) - 1, t)
 
-    for j in sorted(avgs):
+    for j, operation in sorted(aggregates.items()):
         e = m.exprs[j]
         ref = e.arg if isinstance(e, p.Cast) else e
         assert isinstance(ref, p.ColRef)
-        [arg] = reduce.aggregates[ref.index - base].args
+        agg = reduce.aggregates[ref.index - base]
+        [arg] = agg.args
         if arg.type.base.name == "numeric":
             total = add(_SUM, arg, NUMERIC)
             fixed = numeric_scale.expr_scale(arg, arg_scales)
             dscale: p.Expr = p.Literal(fixed, INTEGER) if fixed is not None else add(_MAX_DSCALE, arg, INTEGER)
         else:  # an integer: summed as a decimal wide enough not to overflow, as PostgreSQL's is
             total, dscale = add(_SUM_WIDE, arg, NUMERIC), p.Literal(0, INTEGER)
-        parts[j] = (total, add(_COUNT, arg, BIGINT), dscale)
-    rel = replace(reduce, aggregates=tuple(aggregates), names=tuple(names))
+        count = add(_COUNT, arg, BIGINT)
+        if operation == "avg":
+            parts[j] = (total, count, dscale)
+            continue
+        scale = numeric_scale.variance_scale(agg, reduce)
+        assert scale is not None
+        squares = add(_sum_of_squares(scale), arg, NUMERIC)
+        which = p.Literal(list(VARIANCES).index(agg.func.name), INTEGER)
+        parts[j] = (count, total, squares, p.Literal(scale, INTEGER), which)
+        # The aggregate itself is no longer read here (Spark would compute it in double
+        # precision): it gives its place to the count, unless something else reads it.
+        if not _read_elsewhere(m, filters, ref.index, j):
+            aggregates_[ref.index - base] = aggregates_[count.index - base]
+    rel = replace(reduce, aggregates=tuple(aggregates_), names=tuple(names))
     for f in reversed(filters):
         rel = p.Filter(rel, f.predicate)
     return rel, parts
+
+
+def _sum_of_squares(scale: int) -> Function:
+    """The exact sum of the squares of values of this scale: decimal(18, s) squared is
+    decimal(37, 2s), within Spark's 38 digits (a larger value fails with an overflow)."""
+    x = f"cast({{0}} as decimal(18, {scale}))"
+    return _aggregate("sum", f"sum({x} * {x})")
+
+
+def _read_elsewhere(m: p.Map, filters: list[p.Filter], index: int, target: int) -> bool:
+    """Whether column `index` of the GROUP BY is read other than by select-list expression
+    `target` (by another expression or a HAVING)."""
+    exprs = [e for k, e in enumerate(m.exprs) if k != target] + [f.predicate for f in filters]
+    if any(p.contains(e, p.Subquery) for e in exprs):
+        return True  # a subquery's plan is not looked into: it may read it
+    found = False
+
+    def look(node: object) -> None:
+        nonlocal found
+        found = found or (isinstance(node, p.ColRef) and node.level == 0 and node.index == index)
+
+    for e in exprs:
+        p.transform(e, look)
+    return found

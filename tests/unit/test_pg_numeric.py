@@ -142,3 +142,30 @@ def test_the_spark_udfs_take_spark_values_and_carry_errors_out_as_text():
     assert ops["sqrt"](D("2.0000000000"), -1) == "1.414213562373095"
     with pytest.raises(ValueError, match="^sparkwire:22012:division by zero$"):
         carrying_sqlstate(ops["div"])(D(1), D(0), 0, 0)
+
+
+@pytest.mark.parametrize("name, expected", [
+    # PostgreSQL 15 over the integers 7, -3, 0, 2147483647 (numeric_poly_* finish as numerics do)
+    ("var_pop", "864691126576087054"), ("var_samp", "1152921502101449406"),
+    ("stddev_pop", "929887696"), ("stddev_samp", "1073741823"), ("stddev", "1073741823"),
+])
+def test_variance_of_integers(name, expected):
+    values = [7, -3, 0, 2147483647]
+    total, squares = Decimal(sum(values)), Decimal(sum(v * v for v in values))
+    assert pn.text(pn.variance(name, len(values), total, squares, 0)) == expected
+
+
+def test_variance_of_numerics_keeps_postgresqls_scale():
+    values = [Decimal("12.345"), Decimal("-2.5"), Decimal(0), Decimal("123456789.000000001")]
+    total, squares = sum(values), sum(v * v for v in values)
+    assert pn.text(pn.variance("var_pop", 4, total, squares, 9)) == \
+        "2857795863731745.375175982144375000"
+    assert pn.text(pn.variance("stddev_samp", 4, total, squares, 9)) == \
+        "61728392.859167008287423838"
+
+
+def test_variance_is_null_where_postgresqls_is():
+    assert pn.variance("var_samp", 1, Decimal(5), Decimal(25), 0) is None
+    assert pn.variance("var_pop", 0, None, None, 0) is None
+    assert pn.text(pn.variance("var_pop", 1, Decimal(5), Decimal(25), 0)) == "0"
+    assert pn.text(pn.variance("stddev_pop", 3, Decimal(6), Decimal(12), 0)) == "0"
