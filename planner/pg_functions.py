@@ -24,7 +24,7 @@ from decimal import Decimal
 import sqlglot
 from sqlglot import exp
 
-from planner import pg_float
+from planner import pg_float, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.types import column_type
@@ -274,6 +274,9 @@ _REWRITES: dict[type, Callable] = {
 
 def rewrite(node: exp.Expression) -> exp.Expression:
     """PostgreSQL's semantics for one function call, where Spark's differ."""
+    strings = pg_strings.sqlglot_rewrite(node)
+    if strings is not None:
+        return strings
     make = _REWRITES.get(type(node))
     return make(node) if make is not None else node
 

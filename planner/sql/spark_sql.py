@@ -17,7 +17,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner import jsonb_calls, params, pg_functions
+from planner import jsonb_calls, params, pg_functions, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.functions import Kind
@@ -314,7 +314,12 @@ class _Generator:
                 return _template(f.spark, spark_args)
             case p.OpCall(op=op, args=args):
                 _check_template(op.name, op.spark, len(args))
-                return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
+                operands = [self.scalar(a, cols) for a in args]
+                if op.name in _LIKE_OPERATORS and isinstance(args[1], p.Call) and args[1].func.name == "like_escape":
+                    # x LIKE p ESCAPE e: the pattern as Spark's LIKE reads it (pg_strings.like_escape)
+                    operands[1] = _template(pg_strings.LIKE_ESCAPE_FOR_SPARK,
+                                            [self.scalar(a, cols) for a in args[1].args])
+                return exp.Paren(this=_template(op.spark, operands))
             case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
                 # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant);
                 # a numeric has no negative zero, so (-0.0)::float8 is 0
@@ -411,6 +416,7 @@ class _Generator:
 
 
 _CHAR_LENGTHS = ("length", "char_length", "character_length")
+_LIKE_OPERATORS = ("~~", "!~~", "~~*", "!~~*")
 
 
 _DOUBLE_ONLY_AGGREGATES = frozenset({"var_pop", "var_samp", "variance", "stddev", "stddev_pop", "stddev_samp"})
