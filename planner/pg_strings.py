@@ -35,8 +35,10 @@ UDF_NAMES: dict[str, str] = {
 }
 
 # overlay(s PLACING r FROM start [FOR count]) (textoverlay): s's first start - 1 characters,
-# r, then s from start + count (a count below 0 reaches back before start).
-_OVERLAY = ("CASE WHEN {2} < 1 THEN raise_error('" + ERROR_PREFIX + "22011:negative substring length not allowed') "
+# r, then s from start + count (a count below 0 reaches back before start); strict, so a NULL
+# argument is NULL before any error.
+_OVERLAY = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR {2} IS NULL OR {3} IS NULL THEN CAST(NULL AS STRING) "
+            "WHEN {2} < 1 THEN raise_error('" + ERROR_PREFIX + "22011:negative substring length not allowed') "
             "WHEN abs(cast({2} AS BIGINT) + {3}) > 2147483647 THEN raise_error('" + ERROR_PREFIX
             + "22003:integer out of range') "
             "ELSE concat(substring({0}, 1, {2} - 1), {1}, substring({0}, greatest({2} + {3}, 1))) END")
@@ -239,7 +241,7 @@ def pg_chr(code: int | None) -> str | None:
     if code is None:
         return None
     if code < 0:
-        raise SqlError(PROGRAM_LIMIT_EXCEEDED, "character number must be positive")
+        raise SqlError(INVALID_PARAMETER_VALUE, "character number must be positive")
     if code == 0:
         raise SqlError(PROGRAM_LIMIT_EXCEEDED, "null character not permitted")
     if code > 0x10FFFF:
