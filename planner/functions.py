@@ -417,6 +417,9 @@ FUNCTIONS: tuple[Function, ...] = (
     F(394, "string_to_array", "text, text", "text[]", _STR["string_to_array", 2]),
     F(376, "string_to_array", "text, text, text", "text[]", _STR["string_to_array", 3]),
     F(1621, "chr", "integer", "text", _STR["chr", 1]),
+    F(2073, "substring", "text, text", "text", _STR["substring", 2]),  # substring(s FROM pattern)
+    F(1987, "similar_to_escape", "text", "text", _STR["similar_to_escape", 1]),  # x SIMILAR TO p
+    F(1986, "similar_to_escape", "text, text", "text", _STR["similar_to_escape", 2]),  # ... ESCAPE e
     F(2087, "replace", "text, text, text", "text", "replace({0}, {1}, {2})"),
     F(3062, "reverse", "text", "text", "reverse({0})"),
     F(3061, "right", "text, integer", "text", "if({1} >= 0, right({0}, {1}), substring({0}, 1 - {1}))"),

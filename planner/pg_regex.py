@@ -30,6 +30,9 @@ UDF_NAMES: dict[str, str] = {
     "regexp_replace": "sparkwire_regexp_replace",
     "regexp_match": "sparkwire_regexp_match",
     "regexp_split": "sparkwire_regexp_split",
+    "regexp_like": "sparkwire_regexp_like",
+    "substring": "sparkwire_regexp_substring",
+    "similar_to_escape": "sparkwire_similar_to_escape",
 }
 
 # Options PostgreSQL knows that change how a pattern reads (newline-sensitive matching,
@@ -77,8 +80,9 @@ def options(flags: str, function: str, glob_allowed: bool = True) -> Options:
     return Options(glob, icase, literal)
 
 
-def translate(pattern: str) -> tuple[str, str]:
-    """An ARE pattern as `re` syntax, and its preference: "greedy", "lazy" or "" (none)."""
+def translate(pattern: str, match_only: bool = False) -> tuple[str, str]:
+    """An ARE pattern as `re` syntax, and its preference: "greedy", "lazy" or "" (none).
+    `match_only`: only whether it matches counts, not where (any preferences will do)."""
     if pattern.startswith("***"):
         raise _unsupported("a *** director")
     out: list[str] = []
@@ -129,7 +133,7 @@ def translate(pattern: str) -> tuple[str, str]:
             continue
         out.append(c)
         i += 1
-    if "lazy" in prefs and (len(prefs) > 1 or "|" in pattern):
+    if "lazy" in prefs and (len(prefs) > 1 or "|" in pattern) and not match_only:
         # ARE gives a whole pattern one preference (alternatives make it greedy), re each quantifier its own
         raise _unsupported("mixing greedy and non-greedy quantifiers (or | with non-greedy ones)")
     return "".join(out), ("lazy" if "lazy" in prefs else "greedy" if "|" in pattern or prefs else "")
@@ -196,11 +200,13 @@ def _probe(source: str, flags: int, condition: str) -> re.Pattern:
 
 
 @lru_cache(maxsize=256)
-def compile_are(pattern: str, icase: bool = False, literal: bool = False) -> Regex:
+def compile_are(pattern: str, icase: bool = False, literal: bool = False, match_only: bool = False) -> Regex:
     if literal:
         source, preference = re.escape(pattern), ""
     else:
-        source, preference = translate(pattern)
+        source, preference = translate(pattern, match_only)
+    if match_only:
+        preference = ""
     flags = re.DOTALL | (re.IGNORECASE if icase else 0)
     try:
         rx = re.compile(source, flags)
@@ -295,3 +301,72 @@ def regexp_split(s: str | None, pattern: str | None, flags: str | None = "",
         start = m.end() + (1 if m.start() == m.end() else 0)
     pieces.append(s[piece_start:])
     return pieces
+
+
+def regexp_like(s: str | None, pattern: str | None) -> bool | None:
+    """Whether `s` has a match of `pattern` (the ~ of SIMILAR TO's translated pattern)."""
+    if s is None or pattern is None:
+        return None
+    return compile_are(pattern, match_only=True).rx.search(s) is not None
+
+
+def substring(s: str | None, pattern: str | None) -> str | None:
+    """substring(string FROM pattern): the part that matched the first parenthesized
+    subexpression if there is one (NULL when it took no part), else the whole match."""
+    if s is None or pattern is None:
+        return None
+    m = compile_are(pattern).search(s, 0)
+    if m is None:
+        return None
+    return m.group(1) if m.re.groups else m.group(0)
+
+
+def similar_to_escape(pattern: str | None, escape: str | None = "\\") -> str | None:
+    """similar_to_escape(pattern [, escape]): SQL's SIMILAR TO pattern as the ARE that
+    PostgreSQL 15 matches it with (similar_escape_internal, character classes as 15.18)."""
+    if pattern is None or escape is None:
+        return None
+    if len(escape) > 1:
+        raise SqlError("22025", "invalid escape string")
+    out = ["^(?:"]
+    after_escape = in_class = False
+    class_pos = nquotes = 0
+    for c in pattern:
+        if after_escape:
+            if c == '"' and not in_class:
+                if nquotes == 0:
+                    out.append("){1,1}?(")
+                elif nquotes == 1:
+                    out.append("){1,1}(?:")
+                else:
+                    raise SqlError("2200C", "SQL regular expression may not contain more than two "
+                                            "escape-double-quote separators")
+                nquotes += 1
+            else:
+                out.append("\\" + c)
+            after_escape = False
+        elif escape and c == escape:
+            after_escape = True
+        elif in_class:
+            out.append("\\" + c if c == "\\" else c)
+            if c == "]" and class_pos > 2:
+                in_class = False
+            elif c == "^" and class_pos == 1:
+                class_pos = 2
+            else:
+                class_pos = 3
+        elif c == "[":
+            out.append(c)
+            in_class, class_pos = True, 1
+        elif c == "%":
+            out.append(".*")
+        elif c == "_":
+            out.append(".")
+        elif c == "(":
+            out.append("(?:")
+        elif c in "\\.^$":
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    out.append(")$")
+    return "".join(out)

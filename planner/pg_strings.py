@@ -273,11 +273,18 @@ TEMPLATES: dict[tuple[str, int], str] = {
     ("string_to_array", 3): f"{UDF_NAMES['string_to_array']}({{0}}, {{1}}, {{2}})",
     ("quote_literal", 1): QUOTE_LITERAL,
     ("chr", 1): f"{UDF_NAMES['chr']}({{0}})",
+    ("substring", 2): f"{_REGEX['substring']}({{0}}, {{1}})",  # substring(s FROM pattern)
+    ("similar_to_escape", 1): f"{_REGEX['similar_to_escape']}({{0}})",
+    ("similar_to_escape", 2): f"{_REGEX['similar_to_escape']}({{0}}, {{1}})",
 }
 
 # LIKE's pattern from `x LIKE p ESCAPE e`, as Spark's LIKE reads it (spark_sql: the operand
 # of ~~ and its kin that is a like_escape call).
 LIKE_ESCAPE_FOR_SPARK = f"{UDF_NAMES['like_escape']}({{0}}, {{1}}, true)"
+# `x SIMILAR TO p` is `x ~ similar_to_escape(p)`: matched as ARE matches (spark_sql writes
+# it so for ~ and !~ of a similar_to_escape call), not by Spark's rlike, whose . skips a
+# newline and whose $ matches before a last one.
+SIMILAR_MATCH = f"{_REGEX['regexp_like']}({{0}}, {{1}})"
 
 
 @lru_cache(maxsize=64)
@@ -317,18 +324,37 @@ def _sqlglot_args(node: exp.Expression) -> tuple[str, list[exp.Expression]] | No
     if isinstance(node, exp.StringToArray):
         return "string_to_array", [node.this, node.expression] + (
             [node.args["null"]] if node.args.get("null") is not None else [])
+    if isinstance(node, exp.Substring) and isinstance(node.args.get("start"), exp.Literal) \
+            and node.args["start"].is_string and node.args.get("length") is None:
+        return "substring", [node.this, node.args["start"]]  # substring(s FROM 'pattern')
     if isinstance(node, exp.Anonymous) and node.name.lower() in _ANONYMOUS:
         return node.name.lower(), list(node.expressions)
     return None
 
 
-_ANONYMOUS = frozenset(("regexp_match", "regexp_split_to_array", "quote_literal", "like_escape"))
+_ANONYMOUS = frozenset(("regexp_match", "regexp_split_to_array", "quote_literal", "like_escape",
+                        "similar_to_escape"))
+
+
+def _similar_to(node: exp.Expression) -> exp.Expression | None:
+    """`x SIMILAR TO p [ESCAPE e]` as the front end of our own writes it."""
+    if isinstance(node, exp.SimilarTo) and not isinstance(node.parent, exp.Escape):
+        pattern = template_call(TEMPLATES["similar_to_escape", 1], [node.expression])
+    elif isinstance(node, exp.Escape) and isinstance(node.this, exp.SimilarTo):
+        pattern = template_call(TEMPLATES["similar_to_escape", 2], [node.this.expression, node.expression])
+        node = node.this
+    else:
+        return None
+    return template_call(SIMILAR_MATCH, [node.this, pattern])
 
 
 def sqlglot_rewrite(node: exp.Expression) -> exp.Expression | None:
     """The sqlglot path's call of a function here, as the catalog's template; None for
     anything else. Spark's functions of the same names (regexp_replace replaces every
     match, chr takes n mod 256, encode/decode convert character sets) must not be reached."""
+    similar = _similar_to(node)
+    if similar is not None:
+        return similar
     found = _sqlglot_args(node)
     if found is None:
         return None

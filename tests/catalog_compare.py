@@ -62,7 +62,7 @@ SAMPLES: dict[str, list[str]] = {
 }
 
 # Arguments that take one of a few values (a unit, a delimiter, a count).
-SPECIAL: dict[tuple[str, int], list[str]] = {
+SPECIAL: dict[tuple, list[str]] = {  # (name, index) or, for one signature, (name, index, type)
     ("date_part", 0): ["'year'", "'month'", "'day'", "'hour'", "'minute'", "'second'", "'dow'", "'doy'",
                        "'epoch'", "'quarter'", "'week'", "'isodow'"],
     ("extract", 0): ["year", "month", "day", "hour", "minute", "second", "dow", "doy", "epoch", "quarter",
@@ -120,6 +120,10 @@ SPECIAL: dict[tuple[str, int], list[str]] = {
     ("string_to_array", 1): ["' '", "'-'", "''", "NULL::text"], ("string_to_array", 2): ["'ab'", "''", "NULL::text"],
     ("quote_literal", 0): ["'it''s'", "'a\\b'", "''", "'é'", "NULL::text"],
     ("chr", 0): ["65", "233", "8364", "128512", "0", "-1", "1114112", "55296", "NULL::integer"],
+    ("substring", 1, "text"): ["'o'", "'l(l)o'", "'(x)?o'", "'W|Wo'", "'zz'", "NULL::text", "'('"],
+    ("similar_to_escape", 0): ["'a%b_c(d|e)'", "'a#\"b#\"c'", "'[]%]'", "'[^]%_]'", "'a\\.b'", "'x#\"y#\"z#\"w'",
+                               "NULL::text"],
+    ("similar_to_escape", 1): ["'#'", "''", "'ab'", "NULL::text"],
     # Operators, by name: keys and indexes of the JSON samples.
     ("->", 1): ["'a'", "'zz'", "0", "1", "5"], ("->>", 1): ["'a'", "'zz'", "0", "1", "5"],
     ("#>>", 1): ["'{a}'", "'{a,0}'", "'{zz}'"],
@@ -170,7 +174,8 @@ class Mismatch:
 
 
 def _samples(name: str, index: int, type_name: str) -> list[str]:
-    return SPECIAL.get((name, index)) or SAMPLES.get(type_name) or [f"NULL::{type_name}"]
+    return (SPECIAL.get((name, index, type_name)) or SPECIAL.get((name, index)) or SAMPLES.get(type_name)
+            or [f"NULL::{type_name}"])
 
 
 def argument_lists(name: str, types: tuple[str, ...], limit: int = 60) -> list[tuple[str, ...]]:

@@ -319,6 +319,10 @@ class _Generator:
                     # x LIKE p ESCAPE e: the pattern as Spark's LIKE reads it (pg_strings.like_escape)
                     operands[1] = _template(pg_strings.LIKE_ESCAPE_FOR_SPARK,
                                             [self.scalar(a, cols) for a in args[1].args])
+                if op.name in ("~", "!~") and isinstance(args[1], p.Call) and args[1].func.name == "similar_to_escape":
+                    # x SIMILAR TO p: matched as ARE matches (pg_strings.SIMILAR_MATCH)
+                    match = _template(pg_strings.SIMILAR_MATCH, operands)
+                    return exp.Paren(this=exp.Not(this=match) if op.name == "!~" else match)
                 return exp.Paren(this=_template(op.spark, operands))
             case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
                 # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant);

@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from planner.errors import SqlError
-from planner.pg_regex import regexp_match, regexp_replace, regexp_split, translate
+from planner.pg_regex import (
+    regexp_like,
+    regexp_match,
+    regexp_replace,
+    regexp_split,
+    similar_to_escape,
+    substring,
+    translate,
+)
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -94,3 +102,47 @@ def test_patterns_read_differently_are_refused(pattern):
     with pytest.raises(SqlError) as info:
         translate(pattern)
     assert info.value.sqlstate == "0A000"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("a%b_c(d|e)[x^$.\\]]*",), "^(?:a.*b.c(?:d|e)[x^$.\\]]*)$"),
+    (('a#"b#"c', "#"), "^(?:a){1,1}?(b){1,1}(?:c)$"),
+    (("a\\.b",), "^(?:a\\.b)$"),
+    (("[]%]",), "^(?:[]%])$"),  # a ] first in a class is literal, and so is what follows
+    (("[^]%]",), "^(?:[^]%])$"),
+    (("a\\",), "^(?:a)$"),  # a trailing escape is dropped
+    (("a\\b", ""), "^(?:a\\\\b)$"),  # no escape character: the backslash is literal
+    (("a", None), None),
+])
+def test_similar_to_escape(args, expected):
+    assert similar_to_escape(*args) == expected
+
+
+def test_similar_to_escape_errors():
+    with pytest.raises(SqlError) as info:
+        similar_to_escape('a#"b#"c#"d', "#")
+    assert info.value.sqlstate == "2200C"
+    with pytest.raises(SqlError) as info:
+        similar_to_escape("a", "ab")
+    assert info.value.sqlstate == "22025"
+
+
+@pytest.mark.parametrize("s, pattern, expected", [
+    ("abc", "a(b|x)c", True), ("ab\n", "ab", False), ("a\nb", "a_b", True), ("abc", "a%", True),
+    ("xabc", "a%", False), (None, "a", None),
+])
+def test_similar_to_matches_the_whole_string(s, pattern, expected):
+    assert regexp_like(s, similar_to_escape(pattern)) is expected
+
+
+def test_similar_to_takes_mixed_preferences():
+    # Only whether it matches counts: the {1,1}? of a separated pattern beside greedy .* is fine.
+    assert regexp_like("foobar", similar_to_escape('%#"o_b#"%', "#")) is True
+
+
+@pytest.mark.parametrize("s, pattern, expected", [
+    ("abcdefg", "c.e", "cde"), ("abcdefg", "b(.)d", "c"), ("abcdefg", "x", None), ("abc", "(x)?b", None),
+    ("abc", "(?:a)(b)", "b"), (None, "a", None),
+])
+def test_substring_from_pattern(s, pattern, expected):
+    assert substring(s, pattern) == expected
