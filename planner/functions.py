@@ -418,6 +418,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(376, "string_to_array", "text, text, text", "text[]", _STR["string_to_array", 3]),
     F(1621, "chr", "integer", "text", _STR["chr", 1]),
     F(2073, "substring", "text, text", "text", _STR["substring", 2]),  # substring(s FROM pattern)
+    F(2074, "substring", "text, text, text", "text", _STR["substring", 3]),  # substring(s SIMILAR p ESCAPE e)
     F(1987, "similar_to_escape", "text", "text", _STR["similar_to_escape", 1]),  # x SIMILAR TO p
     F(1986, "similar_to_escape", "text, text", "text", _STR["similar_to_escape", 2]),  # ... ESCAPE e
     F(2087, "replace", "text, text, text", "text", "replace({0}, {1}, {2})"),

@@ -33,6 +33,7 @@ UDF_NAMES: dict[str, str] = {
     "regexp_like": "sparkwire_regexp_like",
     "substring": "sparkwire_regexp_substring",
     "similar_to_escape": "sparkwire_similar_to_escape",
+    "substring_similar": "sparkwire_substring_similar",
 }
 
 # Options PostgreSQL knows that change how a pattern reads (newline-sensitive matching,
@@ -323,25 +324,35 @@ def substring(s: str | None, pattern: str | None) -> str | None:
 
 def similar_to_escape(pattern: str | None, escape: str | None = "\\") -> str | None:
     """similar_to_escape(pattern [, escape]): SQL's SIMILAR TO pattern as the ARE that
-    PostgreSQL 15 matches it with (similar_escape_internal, character classes as 15.18)."""
+    PostgreSQL 15 matches it with (similar_escape_internal, character classes as 15.18):
+    the parts between escape-double-quote separators are the first (as short as can be),
+    the middle (a capture group, as long as can be) and the last."""
     if pattern is None or escape is None:
         return None
+    parts = _similar_parts(pattern, escape)
+    if len(parts) == 1:
+        return f"^(?:{parts[0]})$"
+    if len(parts) == 2:
+        return f"^(?:{parts[0]}){{1,1}}?({parts[1]})$"
+    return f"^(?:{parts[0]}){{1,1}}?({parts[1]}){{1,1}}(?:{parts[2]})$"
+
+
+def _similar_parts(pattern: str, escape: str) -> list[str]:
+    """The ARE text of each part of a SIMILAR TO pattern, split at its separators."""
     if len(escape) > 1:
         raise SqlError("22025", "invalid escape string")
-    out = ["^(?:"]
+    parts: list[str] = []
+    out: list[str] = []
     after_escape = in_class = False
-    class_pos = nquotes = 0
+    class_pos = 0
     for c in pattern:
         if after_escape:
             if c == '"' and not in_class:
-                if nquotes == 0:
-                    out.append("){1,1}?(")
-                elif nquotes == 1:
-                    out.append("){1,1}(?:")
-                else:
+                if len(parts) == 2:
                     raise SqlError("2200C", "SQL regular expression may not contain more than two "
                                             "escape-double-quote separators")
-                nquotes += 1
+                parts.append("".join(out))
+                out = []
             else:
                 out.append("\\" + c)
             after_escape = False
@@ -358,15 +369,30 @@ def similar_to_escape(pattern: str | None, escape: str | None = "\\") -> str | N
         elif c == "[":
             out.append(c)
             in_class, class_pos = True, 1
-        elif c == "%":
-            out.append(".*")
-        elif c == "_":
-            out.append(".")
-        elif c == "(":
-            out.append("(?:")
-        elif c in "\\.^$":
-            out.append("\\" + c)
         else:
-            out.append(c)
-    out.append(")$")
-    return "".join(out)
+            out.append(_SIMILAR_CHARS.get(c, c))
+    return [*parts, "".join(out)]
+
+
+_SIMILAR_CHARS = {"%": ".*", "_": ".", "(": "(?:", "\\": "\\\\", ".": "\\.", "^": "\\^", "$": "\\$"}
+
+
+def substring_similar(s: str | None, pattern: str | None, escape: str | None) -> str | None:
+    """substring(string SIMILAR pattern ESCAPE escape): the part of the string that the
+    pattern's middle part matched, the first part as short and the middle as long as the
+    whole match allows (ARE's reading of similar_to_escape's {1,1}? and {1,1}); the whole
+    string without separators; NULL when the pattern does not match the whole string."""
+    if s is None or pattern is None or escape is None:
+        return None
+    parts = _similar_parts(pattern, escape)
+    if len(parts) == 1:
+        return s if regexp_like(s, similar_to_escape(pattern, escape)) else None
+    first, middle, last = (compile_are(p, match_only=True).rx for p in (*parts, "")[:3])
+    n = len(s)
+    for i in range(n + 1):
+        if first.fullmatch(s, 0, i) is None:
+            continue
+        for j in range(n, i - 1, -1):
+            if middle.fullmatch(s, i, j) is not None and last.fullmatch(s, j) is not None:
+                return s[i:j]
+    return None

@@ -274,6 +274,7 @@ TEMPLATES: dict[tuple[str, int], str] = {
     ("quote_literal", 1): QUOTE_LITERAL,
     ("chr", 1): f"{UDF_NAMES['chr']}({{0}})",
     ("substring", 2): f"{_REGEX['substring']}({{0}}, {{1}})",  # substring(s FROM pattern)
+    ("substring", 3): f"{_REGEX['substring_similar']}({{0}}, {{1}}, {{2}})",  # s SIMILAR p ESCAPE e
     ("similar_to_escape", 1): f"{_REGEX['similar_to_escape']}({{0}})",
     ("similar_to_escape", 2): f"{_REGEX['similar_to_escape']}({{0}}, {{1}})",
 }

@@ -16,6 +16,7 @@ _UDFS = {
     pg_regex.UDF_NAMES["regexp_like"]: (pg_regex.regexp_like, "boolean"),
     pg_regex.UDF_NAMES["substring"]: (pg_regex.substring, "string"),
     pg_regex.UDF_NAMES["similar_to_escape"]: (pg_regex.similar_to_escape, "string"),
+    pg_regex.UDF_NAMES["substring_similar"]: (pg_regex.substring_similar, "string"),
     pg_strings.UDF_NAMES["encode"]: (pg_strings.encode, "string"),
     pg_strings.UDF_NAMES["decode"]: (pg_strings.decode, "binary"),
     pg_strings.UDF_NAMES["like_escape"]: (pg_strings.like_escape, "string"),

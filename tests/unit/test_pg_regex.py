@@ -14,6 +14,7 @@ from planner.pg_regex import (
     regexp_split,
     similar_to_escape,
     substring,
+    substring_similar,
     translate,
 )
 
@@ -146,3 +147,16 @@ def test_similar_to_takes_mixed_preferences():
 ])
 def test_substring_from_pattern(s, pattern, expected):
     assert substring(s, pattern) == expected
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("abcdefg", 'a#"(b_d)#"%', "#"), "bcd"),
+    (("foobarfoobar", '%#"o_b#"%', "#"), "oob"),  # the first part as short as can be
+    (("aaa", '#"a*#"a', "#"), "aa"),
+    (("abcabc", 'a#"%', "#"), "bcabc"),  # one separator: the rest
+    (("abc", "abc", "#"), "abc"),  # none: the whole string
+    (("abc", "x", "#"), None),
+    (("abc", "abc", None), None),
+])
+def test_substring_similar(args, expected):
+    assert substring_similar(*args) == expected
