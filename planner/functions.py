@@ -31,7 +31,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from planner import jsonb_funcs, jsonb_ops, pg_float, pg_functions, pg_numeric, pg_regex, pg_strings
+from planner import (
+    jsonb_funcs,
+    jsonb_ops,
+    pg_float,
+    pg_format,
+    pg_functions,
+    pg_numeric,
+    pg_regex,
+    pg_strings,
+)
 
 
 class Kind(Enum):
@@ -417,6 +426,10 @@ FUNCTIONS: tuple[Function, ...] = (
     F(394, "string_to_array", "text, text", "text[]", _STR["string_to_array", 2]),
     F(376, "string_to_array", "text, text, text", "text[]", _STR["string_to_array", 3]),
     F(1621, "chr", "integer", "text", _STR["chr", 1]),
+    # format: %s %I %L %%, positions and widths (planner.pg_format); the front end of our own
+    # writes each argument as its output function's text.
+    F(3539, "format", 'text, "any"', "text", pg_format.TEMPLATE, variadic=True),
+    F(3540, "format", "text", "text", pg_format.TEMPLATE_NO_ARGS),
     F(2073, "substring", "text, text", "text", _STR["substring", 2]),  # substring(s FROM pattern)
     F(2074, "substring", "text, text, text", "text", _STR["substring", 3]),  # substring(s SIMILAR p ESCAPE e)
     F(1987, "similar_to_escape", "text", "text", _STR["similar_to_escape", 1]),  # x SIMILAR TO p

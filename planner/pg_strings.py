@@ -353,6 +353,9 @@ def sqlglot_rewrite(node: exp.Expression) -> exp.Expression | None:
     """The sqlglot path's call of a function here, as the catalog's template; None for
     anything else. Spark's functions of the same names (regexp_replace replaces every
     match, chr takes n mod 256, encode/decode convert character sets) must not be reached."""
+    if isinstance(node, exp.Format):
+        # Spark's format_string is Java's; the front end of our own writes PostgreSQL's format
+        raise SqlError("0A000", "format() with these arguments is not supported")
     similar = _similar_to(node)
     if similar is not None:
         return similar

@@ -4,7 +4,7 @@ writes (their modules' UDF_NAMES). PostgreSQL's errors leave the worker as jsonb
 
 from __future__ import annotations
 
-from planner import pg_regex, pg_strings
+from planner import pg_format, pg_regex, pg_strings
 from spark_backend.jsonb_udfs import carrying_sqlstate
 
 _TEXT_ARRAY = "array<string>"
@@ -22,6 +22,7 @@ _UDFS = {
     pg_strings.UDF_NAMES["like_escape"]: (pg_strings.like_escape, "string"),
     pg_strings.UDF_NAMES["string_to_array"]: (pg_strings.string_to_array, _TEXT_ARRAY),
     pg_strings.UDF_NAMES["chr"]: (pg_strings.pg_chr, "string"),
+    pg_format.UDF_NAME: (pg_format.pg_format, "string"),
 }
 
 

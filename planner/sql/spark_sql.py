@@ -17,7 +17,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner import jsonb_calls, params, pg_functions, pg_strings
+from planner import jsonb_calls, params, pg_format, pg_functions, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import SqlError
 from planner.functions import Kind
@@ -300,6 +300,12 @@ class _Generator:
                 return _literal(_param_value(self.param_values[n], t), t)
             case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
+            case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
+                texts = [pg_format.argument_text(self.scalar(a, cols), a.type.base.name, a.type.is_array)
+                         for a in args]
+                if any(t is None for t in texts[1:]):
+                    raise p.NotYet("format() of these argument types is not covered by this front end yet")
+                return pg_format.call([self.scalar(args[0], cols), *texts[1:]])
             case p.Call(func=f, args=args):
                 if f.variadic and '"any"' in f.args:
                     return self._concat(f.name, args, cols)
