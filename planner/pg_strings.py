@@ -325,9 +325,12 @@ def _sqlglot_args(node: exp.Expression) -> tuple[str, list[exp.Expression]] | No
     if isinstance(node, exp.StringToArray):
         return "string_to_array", [node.this, node.expression] + (
             [node.args["null"]] if node.args.get("null") is not None else [])
-    if isinstance(node, exp.Substring) and isinstance(node.args.get("start"), exp.Literal) \
-            and node.args["start"].is_string and node.args.get("length") is None:
-        return "substring", [node.this, node.args["start"]]  # substring(s FROM 'pattern')
+    start, length = node.args.get("start"), node.args.get("length")
+    if isinstance(node, exp.Substring) and isinstance(start, exp.Literal) and start.is_string:
+        if length is None:
+            return "substring", [node.this, start]  # substring(s FROM 'pattern')
+        if isinstance(length, exp.Literal) and length.is_string:
+            return "substring", [node.this, start, length]  # substring(s, 'pattern', 'escape')
     if isinstance(node, exp.Anonymous) and node.name.lower() in _ANONYMOUS:
         return node.name.lower(), list(node.expressions)
     return None
@@ -366,7 +369,13 @@ def sqlglot_rewrite(node: exp.Expression) -> exp.Expression | None:
     template = TEMPLATES.get((name, len(args)))
     if template is None or any(a is None for a in args):
         raise SqlError("0A000", f"this form of {name} is not supported")
-    return template_call(template, args)
+    call = template_call(template, args)
+    if name in _ARRAY_RESULTS:
+        call.meta["pg_array"] = True  # an array, though sqlglot cannot type it (for array::text)
+    return call
+
+
+_ARRAY_RESULTS = frozenset(("regexp_match", "regexp_split_to_array", "string_to_array"))
 
 
 _SPLIT_TABLE = "regexp_split_to_table"
