@@ -44,6 +44,7 @@ _UNSUPPORTED_OPTIONS = frozenset("bemnpwx")
 _ESCAPES = {"m": r"\b(?=\w)", "M": r"\b(?<=\w)", "y": r"\b", "Y": r"\B", "B": r"\\", "e": r"\x1b",
             "b": r"\x08", "a": r"\x07"}
 _SAME_ESCAPES = frozenset("dDsSwWAZntrfv0123456789")
+_BOUND = re.compile(r"\{\d+(,\d*)?\}")
 _GROUPS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")  # the same in both
 
 
@@ -117,11 +118,16 @@ def translate(pattern: str, match_only: bool = False) -> tuple[str, str]:
             out.append(r"\Z")
             i += 1
             continue
-        if c in "*+?" or (c == "{" and re.match(r"\{\d+(,\d*)?\}", pattern[i:])):
-            if c == "{":
-                quant = re.match(r"\{\d+(,\d*)?\}", pattern[i:]).group(0)  # type: ignore[union-attr]
-            else:
-                quant = c
+        if c == "{" and not _BOUND.match(pattern, i):
+            # ARE: a { before a digit starts a bound, which this is not; any other is literal
+            if i + 1 < n and pattern[i + 1].isdigit():
+                raise SqlError(INVALID_REGULAR_EXPRESSION, "invalid regular expression: braces {} not balanced")
+            out.append(r"\{")
+            i += 1
+            continue
+        if c in "*+?{":
+            bound = _BOUND.match(pattern, i)
+            quant = bound.group(0) if bound is not None else c
             i += len(quant)
             lazy = i < n and pattern[i] == "?"
             if i < n and pattern[i] == "+":

@@ -49,6 +49,9 @@ def test_regexp_replace(args, expected):
     (("ABC", "b", "i"), ["B"]),
     (("abc", "z"), None),
     (("abc", "z", None), None),
+    (("a{,3}", "a{,3}"), ["a{,3}"]),  # a { that starts no bound is literal
+    (("a{x}", "a{x}"), ["a{x}"]),
+    (("aaa", "a{2}"), ["aa"]),
 ])
 def test_regexp_match(args, expected):
     assert regexp_match(*args) == expected
@@ -73,6 +76,7 @@ def test_regexp_split(args, expected):
     (lambda: regexp_split("a", "a", "g", "regexp_split_to_table"), "22023",
      'regexp_split_to_table() does not support the "global" option'),
     (lambda: regexp_match("a", "("), "2201B", "invalid regular expression"),
+    (lambda: regexp_match("a", "a{1,2"), "2201B", "invalid regular expression: braces {} not balanced"),
     (lambda: regexp_match("a", "a", "x"), "0A000", 'regular expression option "x" is not supported'),
 ])
 def test_errors(call, sqlstate, message):
