@@ -321,11 +321,12 @@ class _Generator:
             case p.OpCall(op=op, args=args):
                 _check_template(op.name, op.spark, len(args))
                 operands = [self.scalar(a, cols) for a in args]
-                if op.name in _LIKE_OPERATORS and isinstance(args[1], p.Call) and args[1].func.name == "like_escape":
+                pattern = args[1] if len(args) == 2 and isinstance(args[1], p.Call) else None  # ~ x is bitwise not
+                if op.name in _LIKE_OPERATORS and pattern is not None and pattern.func.name == "like_escape":
                     # x LIKE p ESCAPE e: the pattern as Spark's LIKE reads it (pg_strings.like_escape)
                     operands[1] = _template(pg_strings.LIKE_ESCAPE_FOR_SPARK,
-                                            [self.scalar(a, cols) for a in args[1].args])
-                if op.name in ("~", "!~") and isinstance(args[1], p.Call) and args[1].func.name == "similar_to_escape":
+                                            [self.scalar(a, cols) for a in pattern.args])
+                if op.name in ("~", "!~") and pattern is not None and pattern.func.name == "similar_to_escape":
                     # x SIMILAR TO p: matched as ARE matches (pg_strings.SIMILAR_MATCH)
                     match = _template(pg_strings.SIMILAR_MATCH, operands)
                     return exp.Paren(this=exp.Not(this=match) if op.name == "!~" else match)

@@ -77,3 +77,8 @@ def test_sqlglot_path_refuses_format():
     with pytest.raises(Exception) as info:
         _sqlglot("SELECT format('%s', 1)")
     assert getattr(info.value, "sqlstate", None) == "0A000"
+
+
+def test_bitwise_not_is_not_taken_for_a_pattern_match():
+    types, text = _bound("SELECT ~ n FROM t")
+    assert types == ["integer"] and "~" in text
