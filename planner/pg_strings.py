@@ -7,6 +7,10 @@ UDF_NAMES), each ported from PostgreSQL's C (encode.c, like.c, varlena.c) with i
 cases and error texts: Spark's base64 does not wrap lines as PostgreSQL's does, its
 chr(n) is a Latin-1 byte where PostgreSQL's is a Unicode code point, and its split reads
 the delimiter as a regular expression.
+
+TEMPLATES holds the catalog's Spark SQL of these and of planner.pg_regex's functions;
+`sqlglot_rewrite` writes the same calls on the sqlglot path (SET sql_frontend = sqlglot),
+where sqlglot would otherwise reach Spark's functions of the same names.
 """
 
 from __future__ import annotations
@@ -37,13 +41,12 @@ UDF_NAMES: dict[str, str] = {
 # overlay(s PLACING r FROM start [FOR count]) (textoverlay): s's first start - 1 characters,
 # r, then s from start + count (a count below 0 reaches back before start); strict, so a NULL
 # argument is NULL before any error.
-_OVERLAY = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR {2} IS NULL OR {3} IS NULL THEN CAST(NULL AS STRING) "
+OVERLAY = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR {2} IS NULL OR {3} IS NULL THEN CAST(NULL AS STRING) "
             "WHEN {2} < 1 THEN raise_error('" + ERROR_PREFIX + "22011:negative substring length not allowed') "
             "WHEN abs(cast({2} AS BIGINT) + {3}) > 2147483647 THEN raise_error('" + ERROR_PREFIX
             + "22003:integer out of range') "
             "ELSE concat(substring({0}, 1, {2} - 1), {1}, substring({0}, greatest({2} + {3}, 1))) END")
-OVERLAY = _OVERLAY
-OVERLAY_TO_END = _OVERLAY.replace("{3}", "char_length({1})")
+OVERLAY_TO_END = OVERLAY.replace("{3}", "char_length({1})")
 
 # quote_literal(text): in single quotes, each quote doubled; with a backslash, as an E''
 # string with each backslash doubled too. chr(39) is ', chr(92) is \.
