@@ -18,8 +18,9 @@ from planner.errors import INVALID_PARAMETER_VALUE, NUMERIC_VALUE_OUT_OF_RANGE, 
 from planner.pg_functions import FLOAT_TEXT_UDFS
 
 UDF_NAME = "sparkwire_format"
-TEMPLATE_NO_ARGS = f"{UDF_NAME}({{0}}, cast(array() AS ARRAY<STRING>))"
-TEMPLATE = f"{UDF_NAME}({{0}}, array({{1}}))"  # the catalog's sample: the front end writes every argument
+TEMPLATE_NO_ARGS = f"{UDF_NAME}({{0}}, cast(array() as array<string>))"
+# The catalog's sample, for one integer argument: the front ends write every argument so.
+TEMPLATE = f"{UDF_NAME}({{0}}, cast(array(cast({{1}} as string)) as array<string>))"
 
 _NULL_VALUE_NOT_ALLOWED = "22004"
 _HINT_PERCENT = 'For a single "%" use "%%".'

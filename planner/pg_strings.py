@@ -30,6 +30,7 @@ ERROR_PREFIX = "sparkwire:"  # planner.pg_functions.ERROR_PREFIX (which imports 
 PROGRAM_LIMIT_EXCEEDED = "54000"
 INVALID_ESCAPE_SEQUENCE = "22025"
 
+FORMAT_UDF = "sparkwire_format"  # planner.pg_format.UDF_NAME
 UDF_NAMES: dict[str, str] = {
     "encode": "sparkwire_encode",
     "decode": "sparkwire_decode",
@@ -41,18 +42,18 @@ UDF_NAMES: dict[str, str] = {
 # overlay(s PLACING r FROM start [FOR count]) (textoverlay): s's first start - 1 characters,
 # r, then s from start + count (a count below 0 reaches back before start); strict, so a NULL
 # argument is NULL before any error.
-OVERLAY = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR {2} IS NULL OR {3} IS NULL THEN CAST(NULL AS STRING) "
-            "WHEN {2} < 1 THEN raise_error('" + ERROR_PREFIX + "22011:negative substring length not allowed') "
-            "WHEN abs(cast({2} AS BIGINT) + {3}) > 2147483647 THEN raise_error('" + ERROR_PREFIX
-            + "22003:integer out of range') "
-            "ELSE concat(substring({0}, 1, {2} - 1), {1}, substring({0}, greatest({2} + {3}, 1))) END")
-OVERLAY_TO_END = OVERLAY.replace("{3}", "char_length({1})")
+OVERLAY = ("case when {0} is null or {1} is null or {2} is null or {3} is null then cast(null as string) "
+           "when {2} < 1 then raise_error('" + ERROR_PREFIX + "22011:negative substring length not allowed') "
+           "when abs(cast({2} as bigint) + {3}) > 2147483647 then raise_error('" + ERROR_PREFIX
+           + "22003:integer out of range') "
+           "else concat(substring({0}, 1, {2} - 1), {1}, substring({0}, greatest({2} + {3}, 1))) end")
+OVERLAY_TO_END = OVERLAY.replace("{3}", "length({1})")
 
 # quote_literal(text): in single quotes, each quote doubled; with a backslash, as an E''
 # string with each backslash doubled too. chr(39) is ', chr(92) is \.
-QUOTE_LITERAL = ("CASE WHEN instr({0}, chr(92)) > 0 THEN concat('E', chr(39), replace(replace({0}, chr(92), "
+QUOTE_LITERAL = ("case when locate(chr(92), {0}) > 0 then concat(chr(69), chr(39), replace(replace({0}, chr(92), "
                  "concat(chr(92), chr(92))), chr(39), concat(chr(39), chr(39))), chr(39)) "
-                 "ELSE concat(chr(39), replace({0}, chr(39), concat(chr(39), chr(39))), chr(39)) END")
+                 "else concat(chr(39), replace({0}, chr(39), concat(chr(39), chr(39))), chr(39)) end")
 
 _B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _B64_VALUE = {c: i for i, c in enumerate(_B64)}
@@ -291,6 +292,10 @@ LIKE_ESCAPE_FOR_SPARK = f"{UDF_NAMES['like_escape']}({{0}}, {{1}}, true)"
 SIMILAR_MATCH = f"{_REGEX['regexp_like']}({{0}}, {{1}})"
 
 
+# Arguments written as they are; any other is parenthesized (an operator inside a template's own).
+_ATOMS = (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Null, exp.Boolean)
+
+
 @lru_cache(maxsize=64)
 def _parsed(template: str) -> exp.Expression:
     text = template
@@ -303,7 +308,8 @@ def template_call(template: str, args: list[exp.Expression]) -> exp.Expression:
     """`template` with the arguments' Spark SQL in place of {0}, {1}, ..."""
     def fill(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and node.name.startswith("__sw_arg"):
-            return exp.Paren(this=args[int(node.name[len("__sw_arg"):])].copy())
+            arg = args[int(node.name[len("__sw_arg"):])].copy()
+            return arg if isinstance(arg, _ATOMS) else exp.Paren(this=arg)
         return node
 
     return _parsed(template).copy().transform(fill)
@@ -313,11 +319,12 @@ def _sqlglot_args(node: exp.Expression) -> tuple[str, list[exp.Expression]] | No
     """The PostgreSQL name and arguments of a call as sqlglot parsed it, if it is one here."""
     if isinstance(node, exp.RegexpReplace):
         args = [node.this, node.expression, node.args.get("replacement")]
-        if any(node.args.get(k) is not None for k in ("position", "occurrence")):
+        if node.args.get("occurrence") is not None:
             return None
-        if node.args.get("modifiers") is not None:
-            args.append(node.args["modifiers"])
-        return "regexp_replace", args
+        # sqlglot takes a fourth argument that is no string constant for a start position;
+        # the catalog's four-argument form has the flags there
+        flags = node.args.get("modifiers") or node.args.get("position")
+        return "regexp_replace", args + ([flags] if flags is not None else [])
     if isinstance(node, exp.Chr) and len(node.expressions) == 1:
         return "chr", list(node.expressions)
     if isinstance(node, (exp.Encode, exp.Decode)):
@@ -360,8 +367,12 @@ def sqlglot_rewrite(node: exp.Expression) -> exp.Expression | None:
     anything else. Spark's functions of the same names (regexp_replace replaces every
     match, chr takes n mod 256, encode/decode convert character sets) must not be reached."""
     if isinstance(node, exp.Format):
-        # Spark's format_string is Java's; the front end of our own writes PostgreSQL's format
-        raise SqlError("0A000", "format() with these arguments is not supported")
+        # Not Spark's format_string (Java's): the UDF, over each argument's text once the
+        # types are known (planner.pg_functions.typed writes them)
+        call = exp.Anonymous(this=FORMAT_UDF, expressions=[
+            node.this.copy(), exp.Array(expressions=[a.copy() for a in node.expressions])])
+        call.meta["pg_format"] = True
+        return call
     similar = _similar_to(node)
     if similar is not None:
         return similar
