@@ -4,9 +4,9 @@ with its error texts.
 
 Pure. Spark runs `format` as a Python UDF (`spark_backend.string_udfs`, under UDF_NAME)
 over the format string and the arguments' text, which the front end of our own writes
-from each argument's type (`argument_text`): a boolean is t/f as boolout writes it, a
-float as float8out. Arguments of other types (numeric, dates, arrays, ...) are not
-covered yet: their text here would not be PostgreSQL's output function's.
+by each argument's type as concat's (its output function: t/f for a boolean, float8out,
+a numeric at its scale, ...). The sqlglot path knows the types of fewer expressions and
+takes text, integer, boolean and float arguments only (planner.pg_functions).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME
 from sqlglot import exp
 
 from planner.errors import INVALID_PARAMETER_VALUE, NUMERIC_VALUE_OUT_OF_RANGE, SqlError
-from planner.pg_functions import FLOAT_TEXT_UDFS
 
 UDF_NAME = "sparkwire_format"
 TEMPLATE_NO_ARGS = f"{UDF_NAME}({{0}}, cast(array() as array<string>))"
@@ -174,25 +173,6 @@ def _integer(text: str) -> int:
     if value == -(2**31):
         raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "number is out of range")
     return value
-
-
-# Types whose text here is their output function's (the front end writes each argument so).
-_AS_STRING = frozenset(("text", "character varying", "name", "unknown", "smallint", "integer", "bigint"))
-
-
-def argument_text(value: exp.Expression, type_name: str, is_array: bool) -> exp.Expression | None:
-    """An argument of format() as the text PostgreSQL's output function writes; None for a
-    type whose text is not covered (the caller refuses the call)."""
-    if is_array:
-        return None
-    if type_name in _AS_STRING:
-        return exp.Cast(this=value, to=exp.DataType.build("STRING"))
-    if type_name == "boolean":
-        return exp.Case(ifs=[exp.If(this=value.copy(), true=exp.Literal.string("t")),
-                             exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("f"))])
-    if type_name in FLOAT_TEXT_UDFS:
-        return exp.Anonymous(this=FLOAT_TEXT_UDFS[type_name], expressions=[value])
-    return None
 
 
 def call(args: list[exp.Expression]) -> exp.Expression:

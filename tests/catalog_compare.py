@@ -128,7 +128,8 @@ SPECIAL: dict[tuple, list[str]] = {  # (name, index) or, for one signature, (nam
     ("similar_to_escape", 1): ["'#'", "''", "'ab'", "NULL::text"],
     ("format", 0): ["'[%s|%1$I|%1$L]'", "'%1$-6s|%1$6s|'", "'%*s'", "'%%%s'", "'%x'", "'%'", "'%s %s'", "'plain'",
                     "NULL::text"],
-    ("format", 1): ["'it''s'", "'Abc'", "'select'", "5", "true", "NULL::text", "2.5::float8", "'é b'"],
+    ("format", 1): ["'it''s'", "'Abc'", "'select'", "5", "true", "NULL::text", "2.5::float8", "'é b'", "2.50::numeric",
+                    "'2024-02-29'::date", "'{a,\"b c\",NULL}'::text[]", "'ab'::char(4)"],
     # Operators, by name: keys and indexes of the JSON samples.
     ("->", 1): ["'a'", "'zz'", "0", "1", "5"], ("->>", 1): ["'a'", "'zz'", "0", "1", "5"],
     ("#>>", 1): ["'{a}'", "'{a,0}'", "'{zz}'"],

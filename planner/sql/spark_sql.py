@@ -204,6 +204,16 @@ class _Generator:
         """concat/concat_ws: each argument as its type's output function writes it, which is
         its cast to text but for a boolean (t/f, where the cast says true) and char(n)
         (padded, where the cast trims)."""
+        texts = self._output_texts(args, cols)
+        if name == "concat":  # NULLs count as empty
+            return exp.Anonymous(this="concat", expressions=[
+                exp.Coalesce(this=t, expressions=[exp.Literal.string("")]) for t in texts])
+        return exp.Anonymous(this="concat_ws", expressions=texts)  # NULLs are skipped, a NULL separator is NULL
+
+    def _output_texts(self, args: tuple[p.Expr, ...], cols: list[exp.Expression]) -> list[exp.Expression]:
+        """Each argument as its type's output function writes it (concat, format): its cast
+        to text but for a boolean (t/f, where the cast says true) and char(n) (padded, where
+        the cast trims)."""
         texts = []
         for a in args:
             value = self.scalar(a, cols)
@@ -213,10 +223,7 @@ class _Generator:
                 texts.append(_template("CASE WHEN {0} THEN 't' WHEN NOT {0} THEN 'f' END", [value]))
             else:
                 texts.append(exp.Cast(this=value, to=exp.DataType.build("STRING")))
-        if name == "concat":  # NULLs count as empty
-            return exp.Anonymous(this="concat", expressions=[
-                exp.Coalesce(this=t, expressions=[exp.Literal.string("")]) for t in texts])
-        return exp.Anonymous(this="concat_ws", expressions=texts)  # NULLs are skipped, a NULL separator is NULL
+        return texts
 
     def _window(self, w: p.WindowCall, cols) -> exp.Expression:
         f, args = w.func, [self.scalar(x, cols) for x in w.args]
@@ -301,11 +308,8 @@ class _Generator:
             case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
             case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
-                texts = [pg_format.argument_text(self.scalar(a, cols), a.type.base.name, a.type.is_array)
-                         for a in args]
-                if any(t is None for t in texts[1:]):
-                    raise p.NotYet("format() of these argument types is not covered by this front end yet")
-                return pg_format.call([self.scalar(args[0], cols), *texts[1:]])
+                # each argument by its type's output function, as concat's
+                return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
             case p.Call(func=f, args=args):
                 if f.variadic and '"any"' in f.args:
                     return self._concat(f.name, args, cols)

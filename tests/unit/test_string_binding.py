@@ -48,9 +48,9 @@ def test_postgres_front_end_binds_string_functions(sql, result, spark):
     assert types == [result] and spark in text, text
 
 
-def test_format_of_a_numeric_is_left_to_the_sqlglot_path():
-    with pytest.raises(p.NotYet):
-        _bound("SELECT format('%s', x) FROM t")
+def test_format_writes_each_argument_as_its_output_function_does():
+    types, text = _bound("SELECT format('%s %s %s', x, n = 1, s) FROM t")
+    assert types == ["text"] and "'t'" in text and "sparkwire_format(" in text
 
 
 def _sqlglot(sql: str) -> str:
