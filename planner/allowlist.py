@@ -104,8 +104,6 @@ def _function_call(node: Node, in_from: bool = False) -> None:
     parts = pg_parse.names(node.get("funcname"))
     name, schema = parts[-1], (parts[-2] if len(parts) > 1 else None)
     args = node.get("args") or []
-    if name == "similar_to_escape" and schema == "pg_catalog":
-        raise _unsupported("SIMILAR TO", node)
     if node.get("func_variadic") and name in ("jsonb_build_object", "jsonb_build_array"):
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(VARIADIC array) is not supported; list the arguments",
                        position=_position(node))

@@ -31,7 +31,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from planner import jsonb_funcs, jsonb_ops, pg_float, pg_functions, pg_numeric
+from planner import (
+    jsonb_funcs,
+    jsonb_ops,
+    pg_float,
+    pg_format,
+    pg_functions,
+    pg_numeric,
+    pg_regex,
+    pg_strings,
+)
 
 
 class Kind(Enum):
@@ -92,6 +101,8 @@ S = _entry(Kind.SCALAR, Semantics.SYSTEM)
 A = _entry(Kind.AGGREGATE)
 W = _entry(Kind.WINDOW)
 T = _entry(Kind.TABLE)
+
+_STR = pg_strings.TEMPLATES
 
 FUNCTIONS: tuple[Function, ...] = (
     F(1394, "abs", "real", "real", "abs({0})"),
@@ -392,10 +403,37 @@ FUNCTIONS: tuple[Function, ...] = (
     F(1368, "power", "double precision, double precision", "double precision", "rewrite"),
     F(2169, "power", "numeric, numeric", "numeric", "rewrite"),
     F(1282, "quote_ident", "text", "text", "rewrite"),
+    F(1283, "quote_literal", "text", "text", pg_strings.TEMPLATES["quote_literal", 1]),
     F(1609, "radians", "double precision", "double precision", "radians({0})"),
     S(1598, "random", "", "double precision", "rand()"),
     W(3101, "rank", "", "bigint", "rank()"),
     F(1622, "repeat", "text, integer", "text", "repeat({0}, {1})"),
+    # PostgreSQL's string and regular expression functions that Spark lacks (planner.pg_strings,
+    # planner.pg_regex): Python UDFs, or templates around Spark's functions.
+    F(2284, "regexp_replace", "text, text, text", "text", _STR["regexp_replace", 3]),
+    F(2285, "regexp_replace", "text, text, text, text", "text", _STR["regexp_replace", 4]),
+    F(3396, "regexp_match", "text, text", "text[]", _STR["regexp_match", 2]),
+    F(3397, "regexp_match", "text, text, text", "text[]", _STR["regexp_match", 3]),
+    F(2767, "regexp_split_to_array", "text, text", "text[]", _STR["regexp_split_to_array", 2]),
+    F(2768, "regexp_split_to_array", "text, text, text", "text[]", _STR["regexp_split_to_array", 3]),
+    T(2765, "regexp_split_to_table", "text, text", "text", _STR["regexp_split_to_table", 2]),
+    T(2766, "regexp_split_to_table", "text, text, text", "text", _STR["regexp_split_to_table", 3]),
+    F(1637, "like_escape", "text, text", "text", _STR["like_escape", 2]),  # x LIKE p ESCAPE e
+    F(1946, "encode", "bytea, text", "text", _STR["encode", 2]),
+    F(1947, "decode", "text, text", "bytea", _STR["decode", 2]),
+    F(1404, "overlay", "text, text, integer, integer", "text", _STR["overlay", 4]),
+    F(1405, "overlay", "text, text, integer", "text", _STR["overlay", 3]),
+    F(394, "string_to_array", "text, text", "text[]", _STR["string_to_array", 2]),
+    F(376, "string_to_array", "text, text, text", "text[]", _STR["string_to_array", 3]),
+    F(1621, "chr", "integer", "text", _STR["chr", 1]),
+    # format: %s %I %L %%, positions and widths (planner.pg_format); the front end of our own
+    # writes each argument as its output function's text.
+    F(3539, "format", 'text, "any"', "text", pg_format.TEMPLATE, variadic=True),
+    F(3540, "format", "text", "text", pg_format.TEMPLATE_NO_ARGS),
+    F(2073, "substring", "text, text", "text", _STR["substring", 2]),  # substring(s FROM pattern)
+    F(2074, "substring", "text, text, text", "text", _STR["substring", 3]),  # substring(s SIMILAR p ESCAPE e)
+    F(1987, "similar_to_escape", "text", "text", _STR["similar_to_escape", 1]),  # x SIMILAR TO p
+    F(1986, "similar_to_escape", "text, text", "text", _STR["similar_to_escape", 2]),  # ... ESCAPE e
     F(2087, "replace", "text, text, text", "text", "replace({0}, {1}, {2})"),
     F(3062, "reverse", "text", "text", "reverse({0})"),
     F(3061, "right", "text, integer", "text", "if({1} >= 0, right({0}, {1}), substring({0}, 1 - {1}))"),
@@ -547,4 +585,5 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | frozenset(jsonb_funcs.UDF_NAMES.values())
                                    | frozenset(pg_numeric.UDF_NAMES.values())
                                    | frozenset(pg_float.UDF_NAMES.values())
+                                   | frozenset(pg_regex.UDF_NAMES.values()) | frozenset(pg_strings.UDF_NAMES.values())
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

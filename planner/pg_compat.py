@@ -22,7 +22,7 @@ import sqlglot
 from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS, UNRESERVED_KEYWORDS
 from sqlglot import exp
 
-from planner import catalog_defs, functions, jsonb, jsonb_sql, pg_functions
+from planner import catalog_defs, functions, jsonb, jsonb_sql, pg_functions, pg_strings
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.sql_template import template as _parse
 from planner.types import ALIASES, BY_NAME, SqlType
@@ -786,6 +786,7 @@ def _srfs_in_select_lists(tree: exp.Expression) -> None:
 
 def rewrite(tree: exp.Expression) -> exp.Expression:
     """Rewrite the PostgreSQL catalog constructs in a query."""
+    pg_strings.set_returning_calls(tree)
     _srfs_in_select_lists(tree)
     # PostgreSQL has no lambdas: sqlglot reads `f(data->'k')`, for a function it does not
     # know, as a lambda `data -> 'k'`. Read each such text again as the JSON operator it is.

@@ -24,7 +24,7 @@ from decimal import Decimal
 import sqlglot
 from sqlglot import exp
 
-from planner import pg_float
+from planner import pg_float, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.types import column_type
@@ -124,12 +124,26 @@ def _substring(node: exp.Substring) -> exp.Expression:
         return node
     first = _fn("greatest", start, exp.Literal.number(1))
     if count is None:
-        return _fn("substring", s, first)
-    # Characters in [start, start + count) that fall at position 1 or after.
-    taken = _fn("greatest", exp.Sub(this=exp.Add(this=start.copy(), expression=count.copy()),
-                                    expression=first.copy()), exp.Literal.number(0))
-    return _guarded(_fn("substring", s, first, taken),
-                    [(_lt(count, 0), "22011", "negative substring length not allowed")])
+        out = _fn("substring", s, first)
+    else:
+        # Characters in [start, start + count) that fall at position 1 or after.
+        taken = _fn("greatest", exp.Sub(this=exp.Add(this=start.copy(), expression=count.copy()),
+                                        expression=first.copy()), exp.Literal.number(0))
+        out = _guarded(_fn("substring", s, first, taken),
+                       [(_lt(count, 0), "22011", "negative substring length not allowed")])
+    out.meta["pg_substring"] = True  # a text start is a pattern: `typed` tells (_text_substring)
+    return out
+
+
+def _text_substring(node: exp.Expression) -> exp.Expression | None:
+    """substring(s FROM pattern [FOR escape]) that `_substring` took for positions, once the
+    types show a text start: the pattern forms (planner.pg_regex); None if it is positions."""
+    call = node if isinstance(node, exp.Anonymous) else node.args["default"]
+    s, start = call.expressions[0], call.expressions[1].expressions[0]
+    if not _is(start, _T.TEXT, _T.VARCHAR, _T.CHAR):
+        return None
+    args = [s, start] if call is node else [s, start, node.args["ifs"][0].this.this]
+    return pg_strings.template_call(pg_strings.TEMPLATES["substring", len(args)], args)
 
 
 def _trunc(node: exp.Expression) -> exp.Expression:
@@ -274,6 +288,9 @@ _REWRITES: dict[type, Callable] = {
 
 def rewrite(node: exp.Expression) -> exp.Expression:
     """PostgreSQL's semantics for one function call, where Spark's differ."""
+    strings = pg_strings.sqlglot_rewrite(node)
+    if strings is not None:
+        return strings
     make = _REWRITES.get(type(node))
     return make(node) if make is not None else node
 
@@ -342,7 +359,13 @@ def typed(tree: exp.Expression) -> None:
             value.type = exp.DataType.build("BINARY")
             cast.replace(value)
     for node in list(tree.walk()):
-        if isinstance(node, (exp.Concat, exp.ConcatWs)):
+        if node.meta.get("pg_substring"):
+            text_form = _text_substring(node)
+            if text_form is not None:
+                node.replace(text_form)
+        elif node.meta.get("pg_format"):
+            node.replace(_format_call(node))
+        elif isinstance(node, (exp.Concat, exp.ConcatWs)):
             for arg in list(node.expressions):
                 text = _output_text(arg)
                 if text is not None:
@@ -438,6 +461,25 @@ def _float_function(node: exp.Expression) -> exp.Expression | None:
         return None
     return _fn(pg_float.UDF_NAMES[name], *(a if _is(a, _T.DOUBLE) else exp.Cast(this=a.copy(), to=exp.DataType.build("DOUBLE"))
                                            for a in args))
+
+
+def _format_call(node: exp.Anonymous) -> exp.Expression:
+    """format(fmt, args...) on the sqlglot path: each argument as its output function's text
+    where the type tells it (t/f, float8out, integers and text as Spark writes them)."""
+    texts = []
+    for arg in node.expressions[1].expressions:
+        if _is(arg, _T.BOOLEAN):
+            texts.append(_bool_text(arg))
+        elif _is_float(arg):
+            name = FLOAT_TEXT_UDFS["real" if _is(arg, _T.FLOAT) else "double precision"]
+            texts.append(_fn(name, arg))
+        elif _is(arg, _T.TEXT, _T.VARCHAR, _T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.NULL) and not (
+                isinstance(arg, exp.Literal) and not arg.is_string and not arg.name.lstrip("-").isdigit()):
+            texts.append(exp.Cast(this=arg.copy(), to=exp.DataType.build("STRING")))
+        else:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "format() of this argument type is not supported here")
+    array = exp.Cast(this=exp.Array(expressions=texts), to=exp.DataType.build("ARRAY<STRING>"))
+    return _fn(node.name, node.expressions[0], array)
 
 
 def _wide_decimal(node: exp.Expression) -> bool:

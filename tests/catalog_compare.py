@@ -62,7 +62,7 @@ SAMPLES: dict[str, list[str]] = {
 }
 
 # Arguments that take one of a few values (a unit, a delimiter, a count).
-SPECIAL: dict[tuple[str, int], list[str]] = {
+SPECIAL: dict[tuple, list[str]] = {  # (name, index) or, for one signature, (name, index, type)
     ("date_part", 0): ["'year'", "'month'", "'day'", "'hour'", "'minute'", "'second'", "'dow'", "'doy'",
                        "'epoch'", "'quarter'", "'week'", "'isodow'"],
     ("extract", 0): ["year", "month", "day", "hour", "minute", "second", "dow", "doy", "epoch", "quarter",
@@ -98,6 +98,38 @@ SPECIAL: dict[tuple[str, int], list[str]] = {
     ("array_position", 1): ["2", "9"],
     ("to_timestamp", 0): ["2.5::float8", "0::float8", "1e10::float8"],
     ("array_append", 1): ["4"], ("array_prepend", 0): ["4"],
+    # String and regular expression functions (planner.pg_strings, planner.pg_regex): odd
+    # patterns, flags, formats and escapes, bad ones included (PostgreSQL's error expected).
+    ("regexp_replace", 1): ["'o'", "'l+'", "'(l)(o)'", "'^|$'", "'x*'", "''", "'O|Wo'", "'('"],
+    ("regexp_replace", 2): ["'<\\1|\\2>'", "'[\\&]'", "'-'", "''", "NULL::text"],
+    ("regexp_replace", 3): ["'g'", "'i'", "'gi'", "''", "'z'", "NULL::text"],
+    ("regexp_match", 1): ["'o'", "'(l+)(o)?'", "'W|Wo'", "'zz'", "'(x)?o'", "'.*'", "NULL::text"],
+    ("regexp_match", 2): ["'i'", "''", "'g'"],
+    ("regexp_split_to_array", 1): ["' '", "'l*'", "''", "'o'", "'[ -]'"],
+    ("regexp_split_to_array", 2): ["'i'", "'g'", "'q'"],
+    ("regexp_split_to_table", 1): ["' '", "'l*'", "''"], ("regexp_split_to_table", 2): ["'i'", "'g'"],
+    ("like_escape", 0): ["'a#%b'", "'a##b'", "'a\\b'", "''", "NULL::text"],
+    ("like_escape", 1): ["'#'", "''", "'\\'", "'ab'", "NULL::text"],
+    ("encode", 0): ["'\\x00ff5c41'::bytea", "'abc'::bytea", "''::bytea", "decode(repeat('ab', 57), 'hex')",
+                    "decode(repeat('cd', 58), 'hex')", "NULL::bytea"],
+    ("encode", 1): ["'hex'", "'base64'", "'escape'", "'Base64'", "'foo'", "NULL::text"],
+    ("decode", 0): ["'YWJj'", "'616263'", "'a\\\\b\\101'", "'zz'", "'YQ'", "'Y=Jj'", "'6 1'", "'é'", "''",
+                    "'YW\nJj'", "NULL::text"],
+    ("decode", 1): ["'hex'", "'base64'", "'escape'", "'foo'"],
+    ("overlay", 2): ["2", "1", "0", "20"], ("overlay", 3): ["4", "0", "-1"],
+    ("string_to_array", 1): ["' '", "'-'", "''", "NULL::text"], ("string_to_array", 2): ["'ab'", "''", "NULL::text"],
+    ("quote_literal", 0): ["'it''s'", "'a\\b'", "''", "'é'", "NULL::text"],
+    ("chr", 0): ["65", "233", "8364", "128512", "0", "-1", "1114112", "55296", "NULL::integer"],
+    ("substring", 1, "text"): ["'o'", "'l(l)o'", "'(x)?o'", "'W|Wo'", "'zz'", "NULL::text", "'('", "'%#\"o_W#\"%'",
+                               "'H#\"%#\"d'", "'#\"%'"],
+    ("substring", 2, "text"): ["'#'", "''", "NULL::text"],
+    ("similar_to_escape", 0): ["'a%b_c(d|e)'", "'a#\"b#\"c'", "'[]%]'", "'[^]%_]'", "'a\\.b'", "'x#\"y#\"z#\"w'",
+                               "NULL::text"],
+    ("similar_to_escape", 1): ["'#'", "''", "'ab'", "NULL::text"],
+    ("format", 0): ["'[%s|%1$I|%1$L]'", "'%1$-6s|%1$6s|'", "'%*s'", "'%%%s'", "'%x'", "'%'", "'%s %s'", "'plain'",
+                    "NULL::text"],
+    ("format", 1): ["'it''s'", "'Abc'", "'select'", "5", "true", "NULL::text", "2.5::float8", "'é b'", "2.50::numeric",
+                    "'2024-02-29'::date", "'{a,\"b c\",NULL}'::text[]", "'ab'::char(4)"],
     # Operators, by name: keys and indexes of the JSON samples.
     ("->", 1): ["'a'", "'zz'", "0", "1", "5"], ("->>", 1): ["'a'", "'zz'", "0", "1", "5"],
     ("#>>", 1): ["'{a}'", "'{a,0}'", "'{zz}'"],
@@ -148,7 +180,8 @@ class Mismatch:
 
 
 def _samples(name: str, index: int, type_name: str) -> list[str]:
-    return SPECIAL.get((name, index)) or SAMPLES.get(type_name) or [f"NULL::{type_name}"]
+    return (SPECIAL.get((name, index, type_name)) or SPECIAL.get((name, index)) or SAMPLES.get(type_name)
+            or [f"NULL::{type_name}"])
 
 
 def argument_lists(name: str, types: tuple[str, ...], limit: int = 60) -> list[tuple[str, ...]]:
@@ -165,6 +198,8 @@ def argument_lists(name: str, types: tuple[str, ...], limit: int = 60) -> list[t
 def _call_sql(f: Function, args: tuple[str, ...]) -> str:
     if f.name == "extract":
         return f"extract({args[0]} FROM {args[1]})"
+    if f.name == "overlay":  # PostgreSQL 15 has no comma form of overlay
+        return f"overlay({args[0]} PLACING {args[1]} FROM {args[2]}{f' FOR {args[3]}' if len(args) > 3 else ''})"
     if f.name == "position":
         return f"position({args[1]} IN {args[0]})"  # PostgreSQL catalogs it as position(string, substring)
     return f"{f.name}({', '.join(args)})"

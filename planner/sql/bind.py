@@ -532,7 +532,7 @@ class Binder:
         if kind == "AEXPR_OP":
             args = ([self.expr(n["lexpr"])] if n.get("lexpr") is not None else []) + [self.expr(n["rexpr"])]
             return self._operator(op, args, where)
-        if kind in ("AEXPR_LIKE", "AEXPR_ILIKE"):
+        if kind in ("AEXPR_LIKE", "AEXPR_ILIKE", "AEXPR_SIMILAR"):  # SIMILAR TO: ~ of similar_to_escape(...)
             return self._operator(op, [self.expr(n["lexpr"]), self.expr(n["rexpr"])], where)
         if kind == "AEXPR_IN":
             return self._in_list(n, op, where)

@@ -17,7 +17,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner import jsonb_calls, params, pg_functions
+from planner import jsonb_calls, params, pg_format, pg_functions, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import Kind
@@ -204,6 +204,16 @@ class _Generator:
         """concat/concat_ws: each argument as its type's output function writes it, which is
         its cast to text but for a boolean (t/f, where the cast says true) and char(n)
         (padded, where the cast trims)."""
+        texts = self._output_texts(args, cols)
+        if name == "concat":  # NULLs count as empty
+            return exp.Anonymous(this="concat", expressions=[
+                exp.Coalesce(this=t, expressions=[exp.Literal.string("")]) for t in texts])
+        return exp.Anonymous(this="concat_ws", expressions=texts)  # NULLs are skipped, a NULL separator is NULL
+
+    def _output_texts(self, args: tuple[p.Expr, ...], cols: list[exp.Expression]) -> list[exp.Expression]:
+        """Each argument as its type's output function writes it (concat, format): its cast
+        to text but for a boolean (t/f, where the cast says true) and char(n) (padded, where
+        the cast trims)."""
         texts = []
         for a in args:
             value = self.scalar(a, cols)
@@ -213,10 +223,7 @@ class _Generator:
                 texts.append(_template("CASE WHEN {0} THEN 't' WHEN NOT {0} THEN 'f' END", [value]))
             else:
                 texts.append(exp.Cast(this=value, to=exp.DataType.build("STRING")))
-        if name == "concat":  # NULLs count as empty
-            return exp.Anonymous(this="concat", expressions=[
-                exp.Coalesce(this=t, expressions=[exp.Literal.string("")]) for t in texts])
-        return exp.Anonymous(this="concat_ws", expressions=texts)  # NULLs are skipped, a NULL separator is NULL
+        return texts
 
     def _window(self, w: p.WindowCall, cols) -> exp.Expression:
         f, args = w.func, [self.scalar(x, cols) for x in w.args]
@@ -304,6 +311,9 @@ class _Generator:
                 return _literal(_param_value(self.param_values[n], t), t)
             case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
+            case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
+                # each argument by its type's output function, as concat's
+                return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
             case p.Call(func=f, args=args):
                 if f.variadic and '"any"' in f.args:
                     return self._concat(f.name, args, cols)
@@ -318,7 +328,17 @@ class _Generator:
                 return _template(f.spark, spark_args)
             case p.OpCall(op=op, args=args):
                 _check_template(op.name, op.spark, len(args))
-                return exp.Paren(this=_template(op.spark, [self.scalar(a, cols) for a in args]))
+                operands = [self.scalar(a, cols) for a in args]
+                pattern = args[1] if len(args) == 2 and isinstance(args[1], p.Call) else None  # ~ x is bitwise not
+                if op.name in _LIKE_OPERATORS and pattern is not None and pattern.func.name == "like_escape":
+                    # x LIKE p ESCAPE e: the pattern as Spark's LIKE reads it (pg_strings.like_escape)
+                    operands[1] = _template(pg_strings.LIKE_ESCAPE_FOR_SPARK,
+                                            [self.scalar(a, cols) for a in pattern.args])
+                if op.name in ("~", "!~") and pattern is not None and pattern.func.name == "similar_to_escape":
+                    # x SIMILAR TO p: matched as ARE matches (pg_strings.SIMILAR_MATCH)
+                    match = _template(pg_strings.SIMILAR_MATCH, operands)
+                    return exp.Paren(this=exp.Not(this=match) if op.name == "!~" else match)
+                return exp.Paren(this=_template(op.spark, operands))
             case p.Cast(arg=p.Literal(value=Decimal() as value), type=t) if t.spark in ("DOUBLE", "FLOAT"):
                 # 1e308::float8: straight from the digits (a DECIMAL cannot hold every constant);
                 # a numeric has no negative zero, so (-0.0)::float8 is 0
@@ -415,6 +435,7 @@ class _Generator:
 
 
 _CHAR_LENGTHS = ("length", "char_length", "character_length")
+_LIKE_OPERATORS = ("~~", "!~~", "~~*", "!~~*")
 
 
 _DOUBLE_ONLY_AGGREGATES = frozenset({"var_pop", "var_samp", "variance", "stddev", "stddev_pop", "stddev_samp"})
