@@ -15,9 +15,10 @@ import math
 from collections.abc import Callable
 
 from planner.errors import SqlError
+from planner.pg_numeric import check_log_arg
 
 OUT_OF_RANGE = "22003"
-INVALID_LOG = "2201E"
+INVALID_LOG = "2201E"  # check_log_arg's
 
 # float.c's RADIANS_PER_DEGREE: degrees(x) divides by it, radians(x) multiplies
 RADIANS_PER_DEGREE = 0.0174532925199432957692
@@ -60,20 +61,13 @@ def dexp(x: float) -> float:
     return result
 
 
-def _log_domain(x: float) -> None:
-    if x == 0.0:
-        raise SqlError(INVALID_LOG, "cannot take logarithm of zero")
-    if x < 0:
-        raise SqlError(INVALID_LOG, "cannot take logarithm of a negative number")
-
-
 def dln(x: float) -> float:
-    _log_domain(x)
+    check_log_arg(x)
     return _checked(math.log(x), math.isinf(x), x == 1.0)
 
 
 def dlog10(x: float) -> float:
-    _log_domain(x)
+    check_log_arg(x)
     return _checked(math.log10(x), math.isinf(x), x == 1.0)
 
 

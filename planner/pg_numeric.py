@@ -151,7 +151,7 @@ def ln(x: Decimal, dscale: int | None = None) -> Decimal:
         return x
     dx = _dscale(x, dscale)
     rscale = _clamp(MIN_SIG_DIGITS - _estimate_ln_dweight(x), dx)
-    _check_log_arg(x)
+    check_log_arg(x)
     return _round(_ln(x, rscale + max(_estimate_ln_dweight(x), 0) + 12), rscale)
 
 
@@ -172,8 +172,8 @@ def log(base: Decimal, x: Decimal, dscale_base: int | None = None, dscale_x: int
     db, dx = _dscale(base, dscale_base), _dscale(x, dscale_x)
     result_dweight = _estimate_ln_dweight(x) - _estimate_ln_dweight(base)
     rscale = _clamp(MIN_SIG_DIGITS - result_dweight, db, dx)
-    _check_log_arg(base)
-    _check_log_arg(x)
+    check_log_arg(base)
+    check_log_arg(x)
     # relative precision: the quotient needs rscale digits past its own weight
     prec = rscale + max(result_dweight, 0) + 20
     ln_base = _ln(base, prec)
@@ -315,7 +315,8 @@ def _exact_sub(a: Decimal, b: Decimal) -> Decimal:
     return _from_int(na * 10 ** (s - sa) - nb * 10 ** (s - sb), s)
 
 
-def _check_log_arg(x: Decimal) -> None:
+def check_log_arg(x: Decimal | float) -> None:
+    """The domain of PostgreSQL's logarithms (numeric's and float8's say the same)."""
     if x == 0:
         raise SqlError(INVALID_ARGUMENT_FOR_LOG, "cannot take logarithm of zero")
     if x < 0:
