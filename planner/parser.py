@@ -99,6 +99,14 @@ def _sqlglot(text: str) -> exp.Expression:
     # PostgreSQL's grammar first: its syntax errors, and deny by default - every function,
     # operator and type the statement names must be in our catalogs.
     allowlist.check(text)
+    tree = _sqlglot_tree(text)
+    _check_commas(text)
+    return tree
+
+
+def _sqlglot_tree(text: str) -> exp.Expression:
+    """sqlglot's tree of a statement PostgreSQL's grammar took; 42601 where sqlglot's
+    grammar does not take it."""
     try:
         tree = sqlglot.parse_one(_spaced_params(text), read="postgres")
     except ParseError as exc:
@@ -109,7 +117,6 @@ def _sqlglot(text: str) -> exp.Expression:
         raise SqlError(pg_parse.STATEMENT_TOO_COMPLEX, "statement too complex") from None
     if tree is None:
         raise SqlError(SYNTAX_ERROR, "syntax error at end of input", position=len(text) + 1)
-    _check_commas(text)
     return tree
 
 
@@ -156,9 +163,19 @@ def _parse_error(text: str, exc: ParseError) -> SqlError:
 _QUERY_TYPES = (exp.Query, exp.Values)
 
 
-def _query(text: str) -> st.Statement:
+def _query(text: str) -> st.Query:
     body, as_of = _split_as_of(text)
-    tree = _sqlglot(pg_compat.preprocess(body))
+    pre = pg_compat.preprocess(body)
+    allowlist.check(pre)
+    try:
+        tree = _sqlglot_tree(pre)
+    except SqlError as err:
+        if err.sqlstate != SYNTAX_ERROR:
+            raise
+        # PostgreSQL's grammar took it: the front end of our own binds it from the text;
+        # only the older path, which reads sqlglot's tree, cannot run it.
+        return st.Query(None, as_of, body, unparsed=err)
+    _check_commas(pre)
     if not isinstance(tree, _QUERY_TYPES):
         raise SqlError(SYNTAX_ERROR, "syntax error: expected a query")
     return st.Query(tree, as_of, body)
@@ -749,6 +766,8 @@ def param_numbers(stmt: st.Statement) -> list[int]:
                 elif isinstance(v, tuple):
                     trees.extend(x for x in v if isinstance(x, exp.Expression))
     numbers = set()
+    if isinstance(stmt, st.Query) and stmt.ast is None:
+        numbers = {int(stmt.text[a + 1:b]) for a, b in pg_parse.scan_params(stmt.text)}
     for tree in trees:
         for p in tree.find_all(exp.Parameter):
             if isinstance(p.this, exp.Literal) and not p.this.is_string:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from planner.errors import SYNTAX_ERROR, SqlError
 from planner.table_checks import CheckSpec
 from planner.table_keys import KeySpec
 from planner.types import SqlType
@@ -27,9 +28,19 @@ class Statement:
 
 @dataclass(frozen=True)
 class Query(Statement):
-    ast: exp.Expression
+    # sqlglot's tree, for the older path; None where PostgreSQL's grammar takes the query
+    # and sqlglot's does not (`JOIN ... USING (...) AS j`): then `unparsed` is sqlglot's
+    # error, which only that path raises.
+    ast: exp.Expression | None
     as_of: exp.Expression | None = None  # Materialize's SELECT ... AS OF
     text: str = ""  # the query as written, without AS OF: what planner.sql binds
+    unparsed: SqlError | None = None
+
+    def tree(self) -> exp.Expression:
+        """sqlglot's tree of the query, or the reason there is none."""
+        if self.ast is None:
+            raise self.unparsed or SqlError(SYNTAX_ERROR, "syntax error")
+        return self.ast
 
 
 @dataclass(frozen=True)

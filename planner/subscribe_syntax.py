@@ -55,7 +55,7 @@ class OutputMode:
 @dataclass(frozen=True)
 class Subscribe(st.Statement):
     relation: str | None  # SUBSCRIBE name
-    query: exp.Expression | None  # SUBSCRIBE (query)
+    query: exp.Expression | None  # SUBSCRIBE (query): sqlglot's tree, for the older path
     snapshot: bool = True
     progress: bool = False
     as_of: int | None = None
@@ -63,6 +63,7 @@ class Subscribe(st.Statement):
     up_to: int | None = None
     output: OutputMode = field(default_factory=OutputMode)
     text: str = ""  # the query as written (empty for SUBSCRIBE name): what planner.sql binds
+    unparsed: SqlError | None = None  # why a query has no sqlglot tree (st.Query.unparsed)
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,10 @@ def parse_subscribe(s: Scanner, parse_statement: st.ParseStatement) -> Subscribe
     relation = None
     query = None
     text = ""
+    unparsed = None
     if s.peek() is not None and s.peek().kind == "punct" and s.peek().text == "(":
         inner = _parenthesized_query(s, parse_statement)
-        query, text = inner.ast, inner.text
+        query, text, unparsed = inner.ast, inner.text, inner.unparsed
     else:
         relation = s.qualified_name().split(".")[-1]
     output = _output_modifier(s)
@@ -117,7 +119,7 @@ def parse_subscribe(s: Scanner, parse_statement: st.ParseStatement) -> Subscribe
     if not s.at_end():
         raise expected(s, "end of statement")
     return Subscribe(relation, query, options.get("snapshot", True), options.get("progress", False),
-                     as_of, at_least, up_to, output, text)
+                     as_of, at_least, up_to, output, text, unparsed)
 
 
 # Words Materialize's lexer reads as keywords, for naming what was found instead of what

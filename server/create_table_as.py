@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from planner import statements as st
 from planner.errors import DUPLICATE_COLUMN, DUPLICATE_TABLE, FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
+from planner.parser import param_numbers
 from planner.types import COLUMN_TYPES, SqlType, column_type
 from server import writes
 from server.catalog import Catalog
@@ -45,8 +46,8 @@ class CreatingSession(Protocol):
 
 
 async def create_table_as(session: CreatingSession, stmt: st.CreateTableAs, params, ptypes) -> Outcome:
-    for p in stmt.query.ast.find_all(exp.Parameter):
-        raise SqlError("42P02", f"there is no parameter ${p.name}")
+    for n in param_numbers(stmt.query):
+        raise SqlError("42P02", f"there is no parameter ${n}")
     done_tag = "SELECT" if stmt.select_into else "CREATE TABLE AS"
     if session.catalog.get(stmt.name) is not None:
         if stmt.if_not_exists:

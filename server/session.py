@@ -253,7 +253,7 @@ class Session:
         if bound is not None:
             return bound.names, bound.types
         nulls = {n: literal(None, t) for n, t in param_types.items()}
-        spark_sql, views = self.coord.plan_query(stmt.ast, self.context(), nulls, self.catalog)
+        spark_sql, views = self.coord.plan_query(stmt.tree(), self.context(), nulls, self.catalog)
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), None,
                                         describe_only=True)
         return result.names, result.types
@@ -296,7 +296,7 @@ class Session:
             result = await self.coord.query(bound.spark_sql, bound.views, self._read_ts(stmt.as_of),
                                             self.txn.overlay() if self.txn else None, group=self.group)
             return Rows(f"SELECT {result.table.num_rows}", bound.names, bound.types, result.table)
-        spark_sql, views = self.coord.plan_query(stmt.ast, self.context(), self._bind(params, ptypes), self.catalog)
+        spark_sql, views = self.coord.plan_query(stmt.tree(), self.context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
         return Rows(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
@@ -312,7 +312,7 @@ class Session:
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement
-        spark_sql, views = self.coord.plan_query(inner.ast, self.context(), self._bind(params, ptypes), self.catalog)
+        spark_sql, views = self.coord.plan_query(inner.tree(), self.context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(f"EXPLAIN {spark_sql}", views, self._read_ts(None),
                                         group=self.group)
         text = "\n".join(str(v) for v in result.table.column(0).to_pylist())

@@ -178,6 +178,8 @@ class Subscription:
     def _plan_older(self) -> None:
         """The sqlglot path's planning (`SET sql_frontend = sqlglot`, or a query the front
         end does not cover yet)."""
+        if self.stmt.unparsed is not None:
+            raise self.stmt.unparsed
         views: dict = {}
         read: dict[str, str] = {}  # every catalog item the query reads (views too): id → name
         if self.stmt.query is not None:
@@ -441,13 +443,17 @@ class Subscription:
 
     # -- the client's side ----------------------------------------------------------
     def take(self, limit: int | None, max_bytes: int | None = None) -> list[pa.Table]:
-        """Buffered output tables holding up to `limit` rows (None: all)."""
+        """Buffered output tables holding up to `limit` rows (None: all), counted as sent."""
         tables = self.out.take(limit, max_bytes)
-        n = sum(t.num_rows for t in tables)
+        self.count_sent(sum(t.num_rows for t in tables))
+        return tables
+
+    def count_sent(self, n: int) -> None:
+        """`n` rows have gone to the client (a cursor counts what it took ahead only when
+        a FETCH sends it)."""
         if n:
             self.rows_sent += n
             metrics.ROWS_SENT.inc(n)
-        return tables
 
     async def wait(self, timeout: float | None = None) -> None:
         """Until rows are buffered, the subscription ends or fails, or `timeout` passes."""

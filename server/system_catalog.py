@@ -384,7 +384,7 @@ def _subscriptions(snap: Snapshot):
     for sub in snap.subscriptions:
         stmt = sub.stmt
         what = (f"SUBSCRIBE {stmt.relation}" if stmt.relation is not None
-                else f"SUBSCRIBE ({stmt.query.sql('postgres')})")
+                else f"SUBSCRIBE ({stmt.query.sql('postgres') if stmt.query is not None else stmt.text})")
         inputs = sorted({rel.collection_id for rel in getattr(sub, "inputs", [])})
         yield (f"s{sub.id}", sub.ctx.backend_pid, "default",
                datetime.datetime.fromtimestamp(sub.created_at, datetime.UTC), inputs,

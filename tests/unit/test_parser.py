@@ -89,6 +89,25 @@ def test_dml_and_parameters():
     assert isinstance(one("DELETE FROM t WHERE a = 1"), st.Delete)
 
 
+def test_a_query_only_postgres_grammar_takes_binds_from_its_text():
+    """`JOIN ... USING (...) AS j` (PostgreSQL 14+) is beyond sqlglot's grammar: the query
+    keeps its text and parameters for the front end of our own, and only the older path,
+    which needs sqlglot's tree, raises sqlglot's syntax error."""
+    parsed = parse_one("SELECT j.id, $2::int FROM u1 JOIN u2 USING (id) AS j WHERE x = $1")
+    query = parsed.statement
+    assert isinstance(query, st.Query) and query.ast is None
+    assert parsed.params == [1, 2]
+    with pytest.raises(SqlError) as err:
+        query.tree()
+    assert err.value.sqlstate == "42601" and 'at or near "AS"' in err.value.message
+    sub = parse_one("SUBSCRIBE (SELECT j.id FROM u1 JOIN u2 USING (id) AS j)").statement
+    assert sub.query is None and sub.unparsed is not None and "USING (id) AS j" in sub.text
+    # What PostgreSQL's grammar refuses is still refused at once.
+    with pytest.raises(SqlError) as err:
+        parse_one("SELECT j.id FROM u1 JOIN u2 USING (id) AS")
+    assert err.value.sqlstate == "42601"
+
+
 def test_session_statements():
     assert one("SET application_name TO 'x'") == st.SetVariable("application_name", "x")
     assert one("SET TIME ZONE 'UTC'") == st.SetVariable("timezone", "UTC")
