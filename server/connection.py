@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from planner import statements as st
 from planner.codecs.binary_in import decode_binary
+from planner.codecs.datarow import column_formats
 from planner.codecs.text_in import decode_text
 from planner.errors import (
     ADMIN_SHUTDOWN,
@@ -396,8 +397,10 @@ class Connection:
                 self.send(m.empty_query_response())
             case Rows(), None:
                 self.send(m.row_description(fields(outcome.names, outcome.types, ())))
-                await self.results.rows(outcome.table, outcome.types, (), 0, outcome.table.num_rows)
+                await self.results.rows(outcome.table, outcome.types, (), 0, outcome.table.num_rows,
+                                        outcome.encoded)
                 self.send(m.command_complete(outcome.tag))
+                _all_sent(outcome, ())
             case Rows(), Portal():
                 await self._send_portal_rows(outcome, portal, max_rows)
             case CopyOut(), None:
@@ -425,7 +428,8 @@ class Connection:
         """Rows from where the portal's last Execute stopped; suspended if more are left."""
         total = outcome.table.num_rows
         stop = total if max_rows <= 0 else min(total, portal.sent + max_rows)
-        await self.results.rows(outcome.table, outcome.types, portal.result_formats, portal.sent, stop)
+        await self.results.rows(outcome.table, outcome.types, portal.result_formats, portal.sent, stop,
+                                outcome.encoded)
         count = stop - portal.sent
         portal.sent = stop
         if stop < total:
@@ -433,6 +437,7 @@ class Connection:
         else:
             tag = outcome.tag if outcome.tag.split()[0] != "SELECT" else f"SELECT {count}"
             self.send(m.command_complete(tag))
+            _all_sent(outcome, portal.result_formats)
 
     async def _send_portal_stream(self, outcome: Stream, portal: Portal, max_rows: int) -> None:
         """A SUBSCRIBE's rows as DataRows; suspended at a row limit, closed when it ends."""
@@ -622,6 +627,12 @@ class Connection:
 
     async def shutdown(self) -> None:
         await self._fatal(ADMIN_SHUTDOWN, "terminating connection due to administrator command")
+
+
+def _all_sent(outcome: Rows, formats: tuple[int, ...]) -> None:
+    """A result's rows are all out, in these formats: what its producer asked to hear."""
+    if outcome.then is not None:
+        outcome.then(column_formats(formats, len(outcome.types)))
 
 
 def _close_portal(portal: Portal | None) -> None:

@@ -154,6 +154,9 @@ SUBSCRIBE_BUFFERED_BYTES = REGISTRY.gauge("sparkwire_subscribe_buffered_bytes",
                                           "Output a SUBSCRIBE's client has not read yet, in bytes.")
 SUBSCRIBE_BUFFERED_ROWS = REGISTRY.gauge("sparkwire_subscribe_buffered_rows",
                                          "Output rows a SUBSCRIBE's client has not read yet.")
+FETCH_ROWS_AHEAD = REGISTRY.counter(
+    "sparkwire_fetch_rows_encoded_ahead_total",
+    "Rows of a FETCH on a SUBSCRIBE cursor sent as encoded ahead, while the client read the previous FETCH.")
 SUBSCRIBE_LAG_DISCONNECTS = REGISTRY.counter(
     "sparkwire_subscribe_lag_disconnects_total",
     "SUBSCRIBE clients disconnected because they read nothing for --subscribe-stall-timeout "

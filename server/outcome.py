@@ -13,12 +13,13 @@ Every kind carries the notices and parameter changes the statement raised, sent 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
 
+from planner.codecs.datarow import EncodedRows
 from planner.types import BY_NAME, SqlType
 from server.catalog_items import Item
 from server.copy_format import CopyOptions
@@ -71,6 +72,11 @@ class Rows(Outcome):
     names: list[str]
     types: list[SqlType]
     table: pa.Table
+    # The table's DataRows encoded ahead (a FETCH on a SUBSCRIBE cursor), used when the
+    # formats agree; and what to call, with each column's format, once all rows are sent
+    # (that cursor starts on its next FETCH's rows).
+    encoded: EncodedRows | None = None
+    then: Callable[[tuple[int, ...]], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from planner.codecs.datarow import encode_rows
-from planner.codecs.registry import BINARY, TEXT, codec
+from planner.codecs.datarow import EncodedRows, column_formats, encode_table
 from planner.types import SqlType
+from server import metrics
 from server.copy_format import CopyOptions
 from server.copy_out import CopyOut as CopyEncoder
 from server.protocol import messages as m
@@ -59,16 +59,25 @@ class ResultWriter:
         self.wait_for_rows = wait_for_rows
 
     async def rows(self, table: pa.Table, types: list[SqlType], formats: tuple[int, ...],
-                   start: int, stop: int) -> None:
-        """DataRows for rows [start, stop) of a table, flushed every ROWS_PER_WRITE rows."""
+                   start: int, stop: int, encoded: EncodedRows | None = None) -> None:
+        """DataRows for rows [start, stop) of a table, flushed every ROWS_PER_WRITE rows.
+        `encoded`, when it covers the whole table in these formats, is sent as it is (its
+        pieces not yet encoded are encoded here)."""
+        column_fmts = column_formats(formats, len(types))
+        if encoded is not None and (start, stop) == (0, table.num_rows) and encoded.formats == column_fmts:
+            lo = 0
+            for n, data in encoded.pieces:
+                if data is None:
+                    data = encode_table(table.slice(lo, n), types, column_fmts)
+                else:
+                    metrics.FETCH_ROWS_AHEAD.inc(n)
+                self.send(data)
+                lo += n
+                await self.flush()
+            return
         for lo in range(start, stop, ROWS_PER_WRITE):
             hi = min(stop, lo + ROWS_PER_WRITE)
-            columns = []
-            for i, t in enumerate(types):
-                arr = table.column(i).slice(lo, hi - lo)
-                fmt = BINARY if format_of(formats, i) == 1 else TEXT  # any other code: text, as before
-                columns.append(codec(t.oid, fmt).encode_column(t, arr))
-            self.send(encode_rows(columns, hi - lo))
+            self.send(encode_table(table.slice(lo, hi - lo), types, column_fmts))
             if hi - lo == ROWS_PER_WRITE:
                 await self.flush()
 

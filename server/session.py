@@ -54,7 +54,6 @@ from server import (
     roles,
     signals,
     sources,
-    subscribe_output,
     transaction,
     unique_keys,
     writes,
@@ -64,6 +63,7 @@ from server.catalog_items import Column, Item
 from server.catalog_ops import CatalogOp, DropItem, SetSystem
 from server.coordinator import VERSION_STRING, Coordinator
 from server.copy_format import CopyOptions
+from server.fetch_ahead import FetchAhead
 from server.outcome import CommandDone, CopyIn, CopyOut, EmptyQuery, Outcome, Rows, Stream, rows_outcome
 from server.settings import SYSTEM_VARIABLES, VARIABLES, Settings, display_name, system_value
 from server.subscribe import SubscribeLimits, Subscription
@@ -84,8 +84,11 @@ class Cursor:
     subscription: Subscription | None = None
     table: pa.Table | None = None
     offset: int = 0
+    ahead: FetchAhead | None = None  # a subscription's rows between FETCHes
 
     def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
         if self.subscription is not None:
             self.subscription.close()
 
@@ -856,7 +859,8 @@ class Session:
             raise SqlError(DUPLICATE_CURSOR, f'cursor "{stmt.name}" already exists')
         if isinstance(stmt.inner, ss.Subscribe):
             sub = await self._start_subscription(stmt.inner)
-            cursor = Cursor(sub.output.names, sub.output.types, subscription=sub)
+            names, types = sub.output.names, sub.output.types
+            cursor = Cursor(names, types, subscription=sub, ahead=FetchAhead(sub, names, types))
         else:
             out = await self._query(stmt.inner, params, ptypes)
             cursor = Cursor(out.names, out.types, table=out.table)
@@ -871,15 +875,9 @@ class Session:
             table = cursor.table.slice(cursor.offset, stop - cursor.offset)
             cursor.offset = stop
             return Rows(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
-        sub = cursor.subscription
         if stmt.count == 0:  # FETCH 0: the columns, at once (as Materialize answers it)
             return Rows("FETCH 0", cursor.names, cursor.types, _no_rows(len(cursor.names)))
-        await self.wait_for_rows(sub, stmt.timeout)
-        if sub.error is not None and not sub.buffered:
-            raise sub.error
-        tables = sub.take(stmt.count)
-        table = subscribe_output.concat(tables) if tables else _no_rows(len(cursor.names))
-        return Rows(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
+        return await cursor.ahead.fetch(stmt.count, stmt.timeout, self.wait_for_rows)
 
     async def wait_for_rows(self, sub: Subscription, timeout: float | None) -> None:
         """Wait for a subscription's rows, giving way to a cancel request."""

@@ -6,6 +6,7 @@ Pure: no I/O. See planner/codecs/__init__.py for the Python value of each type.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +14,8 @@ import pyarrow.compute as pc
 
 from planner.codecs.arrow_out import as_binary, combine, offsets_data, valid_np
 from planner.codecs.base import Column, pack_i16, pack_i32
+from planner.codecs.registry import BINARY, TEXT, codec
+from planner.types import SqlType
 
 # Below this many rows the Python loop beats Arrow's fixed call overhead.
 _SMALL_ROWS = 256
@@ -107,3 +110,32 @@ def encode_rows(columns: Sequence[Column], nrows: int | None = None) -> bytes:
         out.append(data.tobytes())
         start = stop
     return out[0] if len(out) == 1 else b"".join(out)
+
+
+def column_formats(formats: Sequence[int], width: int) -> tuple[int, ...]:
+    """Each of `width` result columns' format, 1 (binary) or 0 (text), from a Bind's list of
+    result format codes: none means all text, one applies to every column. A code other
+    than 1 is text, as results have always been sent."""
+    if not formats:
+        return (0,) * width
+    if len(formats) == 1:
+        return (1 if formats[0] == 1 else 0,) * width
+    return tuple(1 if formats[i] == 1 else 0 for i in range(width))
+
+
+def encode_table(table: pa.Table, types: Sequence[SqlType], formats: Sequence[int]) -> bytes:
+    """DataRows of every row of `table`: column i of type types[i] in format formats[i]
+    (as `column_formats` gives them)."""
+    columns = [codec(t.oid, BINARY if f == 1 else TEXT).encode_column(t, table.column(i))
+               for i, (t, f) in enumerate(zip(types, formats))]
+    return encode_rows(columns, table.num_rows)
+
+
+@dataclass(frozen=True)
+class EncodedRows:
+    """A result table's DataRows, encoded before it was sent (a SUBSCRIBE cursor's next
+    FETCH, see server/fetch_ahead): pieces that follow the table's rows in order, each
+    (its number of rows, its DataRows in `formats`, or None where it is not encoded yet)."""
+
+    formats: tuple[int, ...]
+    pieces: tuple[tuple[int, bytes | None], ...]

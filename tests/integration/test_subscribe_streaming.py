@@ -99,6 +99,49 @@ def test_snapshot_past_any_row_cap_through_fetch_and_copy(small, n):
     assert lines == n + 1
 
 
+def test_fetches_of_changing_counts_and_formats_get_every_row_once(small):
+    """After each FETCH n the cursor encodes its next rows ahead, in that FETCH's formats
+    (server/fetch_ahead): a FETCH of another count, in binary after text and back, or ALL,
+    still gets exactly the rows the subscription has, each once, and CLOSE drops the rest."""
+    t = fresh("ahead")
+    n = 60_000
+    with connect(small) as c:
+        c.execute(f"CREATE TABLE {t} (id bigint, name text, price numeric(12,2))")
+        c.execute(f"INSERT INTO {t} SELECT g, 'n' || g, g / 4.0 FROM generate_series(1, {n}) AS g")
+        up_to = now_ms() + 1
+        expected = c.execute(f"SELECT id, name, price FROM {t}").fetchall()
+    with connect(small) as c:
+        c.execute("BEGIN")
+        text, binary = c.cursor(), c.cursor(binary=True)
+        text.execute(f"DECLARE c CURSOR FOR SUBSCRIBE {t} UP TO {up_to}")
+        got: collections.Counter = collections.Counter()
+        ahead_before = metric_sum(small.metrics(), "sparkwire_fetch_rows_encoded_ahead_total")
+        plan = [(text, 1000), (text, 1000), (text, 1000), (text, 7), (binary, 25_000), (binary, 1),
+                (text, 9000), (binary, 3000), (text, 3)]
+        for cur, count in plan:
+            cur.execute(f"FETCH {count} c")
+            rows = cur.fetchall()
+            assert len(rows) == count
+            for _ts, diff, *row in rows:
+                got[tuple(row)] += diff
+        text.execute("FETCH ALL c")
+        for _ts, diff, *row in text.fetchall():
+            got[tuple(row)] += diff
+        assert got == collections.Counter(expected)
+        # The second and third FETCH 1000 were sent as encoded ahead.
+        ahead = metric_sum(small.metrics(), "sparkwire_fetch_rows_encoded_ahead_total") - ahead_before
+        assert ahead >= 2000, ahead
+        text.execute("FETCH ALL c")
+        assert text.fetchall() == []
+        # A cursor closed with rows encoded ahead: the session carries on.
+        text.execute(f"DECLARE d CURSOR FOR SUBSCRIBE {t} UP TO {up_to}")
+        text.execute("FETCH 100 d")
+        assert len(text.fetchall()) == 100
+        text.execute("CLOSE d")
+        assert c.execute("SELECT count(*) FROM " + t).fetchone() == (n,)
+        c.execute("COMMIT")
+
+
 def test_batch_past_any_row_cap_reaches_a_reading_subscriber(small):
     t = fresh("batch")
     n = 150_000
