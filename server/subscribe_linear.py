@@ -157,6 +157,7 @@ class LinearStrategy(IncrementalStrategy):
 def _repeated_hashes(spark, stream: microbatch.SnapshotStream) -> pa.Array | None:
     """The hashes that occur more than once in the stream's first pass (None: none do)."""
     parts = [batch.column(0).to_numpy(zero_copy_only=False) for batch in stream.hashes]
+    stream.counted(sum(len(part) for part in parts))
     if not parts:
         return None
     found = spilling.repeated_values(np.concatenate(parts))

@@ -41,13 +41,28 @@ class BatchStream:
 
     def __init__(self, spark: SparkSession, df: DataFrame) -> None:
         self.schema = to_arrow_schema(df.schema, timezone="UTC")
-        jrdd = df._jdf.toArrowBatchRdd()  # plans now: the views the query read may go after this
-        port, secret, self._server = spark.sparkContext._jvm.PythonRDD.toLocalIteratorAndServe(jrdd, True)
-        self._file, self._sock = _create_local_socket((port, secret))
+        self._spark = spark
+        self._jrdd = df._jdf.toArrowBatchRdd()  # plans now: the views the query read may go after this
+        self.partitions = self._jrdd.getNumPartitions()
+        self._file = self._sock = None  # the serving thread's socket, from the first read on
         self._more = True  # the serving thread has partitions left to send
+
+    def coalesce(self, partitions: int) -> None:
+        """Serve the result in fewer partitions (one job each), if it has not started."""
+        if self._sock is None and 0 < partitions < self.partitions:
+            # Dataset.toArrowBatchRdd is a Scala RDD, whose coalesce py4j cannot call (default
+            # and implicit arguments): through its Java wrapper, then back.
+            self._jrdd = self._jrdd.toJavaRDD().coalesce(partitions, False).rdd()
+            self.partitions = partitions
+
+    def _serve(self) -> None:
+        port, secret, self._server = self._spark.sparkContext._jvm.PythonRDD.toLocalIteratorAndServe(self._jrdd, True)
+        self._file, self._sock = _create_local_socket((port, secret))
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         serializer = NoOpSerializer()
+        if self._more and self._sock is None:
+            self._serve()
         while self._more:
             write_int(1, self._file)  # the next partition, please
             self._file.flush()
@@ -65,6 +80,8 @@ class BatchStream:
         """Hang up: the serving thread's next write fails and it ends (no draining here).
         Shut down first: that also wakes a read blocked on another thread."""
         self._more = False
+        if self._sock is None:
+            return  # never served: no job ran, nothing to hang up
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError, ValueError):
