@@ -65,7 +65,7 @@ class FetchAhead:
         sub.count_sent(held - self.rows)
         tables = [p.table for p in pieces]
         if not tables:
-            return Rows("FETCH 0", self.names, self.types, _no_rows(len(self.names)))
+            return Rows("FETCH 0", self.names, self.types, subscribe_output.no_rows(len(self.names)))
         table = subscribe_output.concat(tables)
         encoded = None
         if self._formats is not None and all(t.schema == table.schema for t in tables):
@@ -142,7 +142,3 @@ class FetchAhead:
         self.stop()
         self._pieces.clear()
         self.rows = 0
-
-
-def _no_rows(width: int) -> pa.Table:
-    return pa.Table.from_arrays([pa.nulls(0) for _ in range(width)], names=[f"c{i}" for i in range(width)])

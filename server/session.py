@@ -54,6 +54,7 @@ from server import (
     roles,
     signals,
     sources,
+    subscribe_output,
     transaction,
     unique_keys,
     writes,
@@ -876,7 +877,7 @@ class Session:
             cursor.offset = stop
             return Rows(f"FETCH {table.num_rows}", cursor.names, cursor.types, table)
         if stmt.count == 0:  # FETCH 0: the columns, at once (as Materialize answers it)
-            return Rows("FETCH 0", cursor.names, cursor.types, _no_rows(len(cursor.names)))
+            return Rows("FETCH 0", cursor.names, cursor.types, subscribe_output.no_rows(len(cursor.names)))
         return await cursor.ahead.fetch(stmt.count, stmt.timeout, self.wait_for_rows)
 
     async def wait_for_rows(self, sub: Subscription, timeout: float | None) -> None:
@@ -908,10 +909,6 @@ _FLAGS = {
     "upsert": ("enable_envelope_upsert_in_subscribe", "SUBSCRIBE ... ENVELOPE UPSERT"),
     "debezium": ("enable_envelope_debezium_in_subscribe", "SUBSCRIBE ... ENVELOPE DEBEZIUM"),
 }
-
-
-def _no_rows(width: int) -> pa.Table:
-    return pa.Table.from_arrays([pa.nulls(0) for _ in range(width)], names=[f"c{i}" for i in range(width)])
 
 
 def _needs_spark(node: exp.Expression) -> bool:

@@ -89,6 +89,11 @@ def _array(values: list, type_: pa.DataType | None) -> pa.ChunkedArray:
     return pylist.array(values)
 
 
+def no_rows(width: int) -> pa.Table:
+    """An empty result of `width` columns (FETCH 0, or a FETCH that found nothing)."""
+    return pa.Table.from_arrays([pa.nulls(0) for _ in range(width)], names=_names(width))
+
+
 def concat(tables: list[pa.Table]) -> pa.Table:
     """Several output tables as one: a FETCH returns them together. Column types may
     differ between them (a progress row's NULLs, a decimal's width); Arrow widens them."""

@@ -8,6 +8,7 @@ import asyncio
 import pyarrow as pa
 import pytest
 
+from planner.codecs.datarow import EncodedRows, column_formats, encode_table
 from planner.errors import PROTOCOL_VIOLATION, QUERY_CANCELED, SqlError
 from planner.types import BY_NAME, SqlType
 from server.connection import _STATE_HANDLERS
@@ -101,3 +102,32 @@ def test_rows_are_flushed_a_batch_at_a_time():
     asyncio.run(writer.rows(table, [INT], (), 0, n))
     assert len(sent) == 2 and flushes == [1]  # a full batch is flushed; the rest waits for the caller
     assert b"".join(sent).count(b"D") >= n
+
+
+def test_rows_encoded_ahead_go_out_as_they_are_and_the_rest_is_encoded():
+    """A FETCH's table with some pieces encoded ahead (server/fetch_ahead): those pieces are
+    sent as they are, the others encoded then, and the bytes are those of encoding it all;
+    other formats, or part of the table, ignore what was encoded ahead."""
+    table = pa.table({"c0": pa.array(range(10), pa.int32()), "c1": [f"r{i}" for i in range(10)]})
+    types = [INT, TEXT]
+    whole = encode_table(table, types, (0, 0))
+    ahead = b"<ahead>"  # a stand-in, to see which pieces were taken as they were
+    encoded = EncodedRows((0, 0), ((4, ahead), (6, None)))
+    writer, sent, flushes = _writer()
+    asyncio.run(writer.rows(table, types, (), 0, 10, encoded))
+    assert sent == [ahead, encode_table(table.slice(4), types, (0, 0))] and flushes == [1, 2]
+    real = EncodedRows((0, 0), ((4, encode_table(table.slice(0, 4), types, (0, 0))), (6, None)))
+    writer, sent, _ = _writer()
+    asyncio.run(writer.rows(table, types, (0,), 0, 10, real))
+    assert b"".join(sent) == whole
+    for formats, start in (((1,), 0), ((), 2)):  # binary results; a portal's second Execute
+        writer, sent, _ = _writer()
+        asyncio.run(writer.rows(table, types, formats, start, 10, encoded))
+        assert ahead not in sent
+        assert b"".join(sent) == encode_table(table.slice(start), types, column_formats(formats, 2))
+
+
+def test_column_formats_as_a_bind_gives_them():
+    assert column_formats((), 3) == (0, 0, 0)
+    assert column_formats((1,), 2) == (1, 1)
+    assert column_formats((0, 1, 7), 3) == (0, 1, 0)  # a code other than 1 is text
