@@ -45,6 +45,10 @@ JSONB_DELETE = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR left({0}, 1) IN ('{', '
                 "THEN sparkwire_jsonb_delete({0}, {1}) "
                 "ELSE raise_error('sparkwire:22023:cannot delete from scalar') END")
 
+# a @> b: every element of b is one of a's.
+ARRAY_CONTAINS = ("case when {a} is null or {b} is null then null "
+                  "else forall({b}, sw_c -> coalesce(array_contains({a}, sw_c), false)) end")
+
 OPERATORS: tuple[Operator, ...] = (
     O(640, "!~", "name", "text", "boolean", "not {0} rlike {1}"),
     O(642, "!~", "text", "text", "boolean", "not {0} rlike {1}"),
@@ -130,6 +134,13 @@ OPERATORS: tuple[Operator, ...] = (
     # jsonb's own operators: Python UDFs over the canonical text (planner.jsonb_ops).
     O(3246, "@>", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({0}, {1})"),
     O(3250, "<@", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({1}, {0})"),
+    # Array containment and overlap: a NULL element matches nothing (PostgreSQL's
+    # array_contain_compare), so a NULL in the contained array makes @> false.
+    O(2751, "@>", "anyarray", "anyarray", "boolean", ARRAY_CONTAINS.format(a="{0}", b="{1}")),
+    O(2752, "<@", "anyarray", "anyarray", "boolean", ARRAY_CONTAINS.format(a="{1}", b="{0}")),
+    O(2750, "&&", "anyarray", "anyarray", "boolean",
+      "case when {0} is null or {1} is null then null "
+      "else exists({0}, sw_c -> coalesce(array_contains({1}, sw_c), false)) end"),
     O(3247, "?", "jsonb", "text", "boolean", "sparkwire_jsonb_exists({0}, {1})"),
     O(3248, "?|", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_any({0}, {1})"),
     O(3249, "?&", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_all({0}, {1})"),
@@ -380,7 +391,14 @@ OPERATORS: tuple[Operator, ...] = (
     O(596, "|/", "", "double precision", "double precision",
       "case when {0} < 0 then raise_error('sparkwire:2201F:cannot take square root of a negative number') "
       "else sqrt({0}) end"),
-    O(375, "||", "anycompatiblearray", "anycompatiblearray", "anycompatiblearray", "concat({0}, {1})"),
+    # array || array is array_cat, array || element array_append, element || array array_prepend:
+    # a NULL array is left out (NULL::int[] || ARRAY[1] is {1}), where Spark's answer is NULL
+    O(375, "||", "anycompatiblearray", "anycompatiblearray", "anycompatiblearray",
+      "case when {0} is null then {1} when {1} is null then {0} else concat({0}, {1}) end"),
+    O(349, "||", "anycompatiblearray", "anycompatible", "anycompatiblearray",
+      "array_append(coalesce({0}, array()), {1})"),
+    O(374, "||", "anycompatible", "anycompatiblearray", "anycompatiblearray",
+      "array_prepend(coalesce({1}, array()), {0})"),
     O(654, "||", "text", "text", "text", "concat({0}, {1})"),
     O(2779, "||", "text", "anynonarray", "text", "concat({0}, {1})"),
     O(2780, "||", "anynonarray", "text", "text", "concat({0}, {1})"),

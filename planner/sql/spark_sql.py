@@ -66,6 +66,7 @@ class _Generator:
         self.table_name = table_name
         self.param_values = param_values
         self.aliases = (f"t{i}" for i in itertools.count())
+        self.lambdas = (f"sw_any{i}" for i in itertools.count())  # ANY/ALL's element variables
         self.outer: list[list[exp.Expression]] = []  # enclosing levels' input columns, innermost last
         # id of a list of input columns → (the list, kept alive so the id stays its own; the
         # relation they are the columns of): for the numeric scale of what reads them
@@ -411,6 +412,30 @@ class _Generator:
                                     expressions=[self.scalar(a, cols) for a in args[1:]])
             case p.Subquery():
                 return self._subquery(e, cols)
+            case p.ArrayExpr() | p.Subscript() | p.Slice() | p.ArrayCompare():
+                return self._array(e, cols)
+        raise p.NotYet(f"{type(e).__name__} cannot run on Spark yet")
+
+    def _array(self, e: p.Expr, cols: list[exp.Expression]) -> exp.Expression:
+        """ARRAY[...], a[i], a[i:j] and x op ANY/ALL (a), with PostgreSQL's answers where
+        Spark's element_at and slice count from the end or fail (0, negative, out of range)."""
+        match e:
+            case p.ArrayExpr(elements=(), type=t):
+                return exp.Cast(this=exp.Array(expressions=[]), to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.ArrayExpr(elements=elements):
+                return exp.Array(expressions=[self.scalar(x, cols) for x in elements])
+            case p.Subscript(array=array, index=index):
+                return _template(_SUBSCRIPT, [self.scalar(array, cols), self.scalar(index, cols)])
+            case p.Slice(array=array, lower=lower, upper=upper):
+                args = [self.scalar(x, cols) if x is not None else exp.Null() for x in (array, lower, upper)]
+                return _template(_slice_template(lower is not None, upper is not None), args)
+            case p.ArrayCompare(op=op, lhs=lhs, array=array, all=every):
+                # exists/forall over the elements, three-valued as ANY/ALL are
+                var = next(self.lambdas)
+                element = p.ColRef(0, len(cols), SqlType(array.type.base, array.type.typmod))
+                body = self.scalar(p.OpCall(op, (lhs, element), BOOLEAN), [*cols, exp.column(var)])
+                return exp.Anonymous(this="forall" if every else "exists", expressions=[
+                    self.scalar(array, cols), exp.Lambda(this=body, expressions=[exp.to_identifier(var)])])
         raise p.NotYet(f"{type(e).__name__} cannot run on Spark yet")
 
     def _subquery(self, s: p.Subquery, cols: list[exp.Expression]) -> exp.Expression:
@@ -432,6 +457,20 @@ class _Generator:
         found, rest = (exp.false(), exp.true()) if s.kind is p.SubqueryKind.ALL else (exp.true(), exp.false())
         return exp.Case().when(hit, found).when(maybe, exp.Null()).else_(rest)
 
+
+
+# a[i]: NULL for 0 and negative subscripts (try_element_at: NULL past the end only)
+_SUBSCRIPT = "if({1} >= 1, try_element_at({0}, {1}), null)"
+
+
+def _slice_template(lower: bool, upper: bool) -> str:
+    """a[i:j] ({0} the array, {1} i, {2} j): from max(i, 1) to min(j, its length), empty
+    when that is nothing; an omitted bound is the array's own, a NULL one gives NULL."""
+    first = "greatest({1}, 1)" if lower else "1"
+    last = "least({2}, size({0}))" if upper else "size({0})"
+    sliced = f"slice({{0}}, {first}, case when {last} < {first} then 0 else {last} - {first} + 1 end)"
+    nulls = [f"{{{i}}} is null" for i, given in ((1, lower), (2, upper)) if given]
+    return f"case when {' or '.join(nulls)} then null else {sliced} end" if nulls else sliced
 
 
 _CHAR_LENGTHS = ("length", "char_length", "character_length")
