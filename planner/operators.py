@@ -45,6 +45,14 @@ JSONB_DELETE = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR left({0}, 1) IN ('{', '
                 "THEN sparkwire_jsonb_delete({0}, {1}) "
                 "ELSE raise_error('sparkwire:22023:cannot delete from scalar') END")
 
+# Arrays in PostgreSQL's order (array_cmp): element by element, a NULL element after every
+# other value (Spark's own order puts it first), then the shorter first.
+def _array_order(op: str) -> str:
+    def ordered(arg: str) -> str:
+        return f"transform({arg}, sw_o -> named_struct('n', sw_o is null, 'v', sw_o))"
+    return f"{ordered('{0}')} {op} {ordered('{1}')}"
+
+
 # a @> b: every element of b is one of a's.
 ARRAY_CONTAINS = ("case when {a} is null or {b} is null then null "
                   "else forall({b}, sw_c -> coalesce(array_contains({a}, sw_c), false)) end")
@@ -189,7 +197,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(664, "<", "text", "text", "boolean", "{0} < {1}"),
     O(672, "<", "double precision", "double precision", "boolean", "{0} < {1}"),
     O(1058, "<", "character", "character", "boolean", "rtrim({0}) < rtrim({1})"),
-    O(1072, "<", "anyarray", "anyarray", "boolean", "{0} < {1}"),
+    O(1072, "<", "anyarray", "anyarray", "boolean", _array_order("<")),
     O(1095, "<", "date", "date", "boolean", "{0} < {1}"),
     O(1110, "<", "time without time zone", "time without time zone", "boolean", "{0} < {1}"),
     O(1122, "<", "real", "double precision", "boolean", "{0} < {1}"),
@@ -223,7 +231,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(665, "<=", "text", "text", "boolean", "{0} <= {1}"),
     O(673, "<=", "double precision", "double precision", "boolean", "{0} <= {1}"),
     O(1059, "<=", "character", "character", "boolean", "rtrim({0}) <= rtrim({1})"),
-    O(1074, "<=", "anyarray", "anyarray", "boolean", "{0} <= {1}"),
+    O(1074, "<=", "anyarray", "anyarray", "boolean", _array_order("<=")),
     O(1096, "<=", "date", "date", "boolean", "{0} <= {1}"),
     O(1111, "<=", "time without time zone", "time without time zone", "boolean", "{0} <= {1}"),
     O(1124, "<=", "real", "double precision", "boolean", "{0} <= {1}"),
@@ -331,7 +339,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(666, ">", "text", "text", "boolean", "{0} > {1}"),
     O(674, ">", "double precision", "double precision", "boolean", "{0} > {1}"),
     O(1060, ">", "character", "character", "boolean", "rtrim({0}) > rtrim({1})"),
-    O(1073, ">", "anyarray", "anyarray", "boolean", "{0} > {1}"),
+    O(1073, ">", "anyarray", "anyarray", "boolean", _array_order(">")),
     O(1097, ">", "date", "date", "boolean", "{0} > {1}"),
     O(1112, ">", "time without time zone", "time without time zone", "boolean", "{0} > {1}"),
     O(1123, ">", "real", "double precision", "boolean", "{0} > {1}"),
@@ -363,7 +371,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(667, ">=", "text", "text", "boolean", "{0} >= {1}"),
     O(675, ">=", "double precision", "double precision", "boolean", "{0} >= {1}"),
     O(1061, ">=", "character", "character", "boolean", "rtrim({0}) >= rtrim({1})"),
-    O(1075, ">=", "anyarray", "anyarray", "boolean", "{0} >= {1}"),
+    O(1075, ">=", "anyarray", "anyarray", "boolean", _array_order(">=")),
     O(1098, ">=", "date", "date", "boolean", "{0} >= {1}"),
     O(1113, ">=", "time without time zone", "time without time zone", "boolean", "{0} >= {1}"),
     O(1125, ">=", "real", "double precision", "boolean", "{0} >= {1}"),

@@ -66,7 +66,7 @@ class _Generator:
         self.table_name = table_name
         self.param_values = param_values
         self.aliases = (f"t{i}" for i in itertools.count())
-        self.lambdas = (f"sw_any{i}" for i in itertools.count())  # ANY/ALL's element variables
+        self.lambdas = (f"sw_any{i}" for i in itertools.count())  # element variables (ANY/ALL, ...)
         self.outer: list[list[exp.Expression]] = []  # enclosing levels' input columns, innermost last
         # id of a list of input columns → (the list, kept alive so the id stays its own; the
         # relation they are the columns of): for the numeric scale of what reads them
@@ -188,6 +188,9 @@ class _Generator:
         if a.func.name in _DOUBLE_ONLY_AGGREGATES and a.type.base.name == "numeric":
             # Spark computes these in double precision; PostgreSQL's numeric answer has every digit
             raise p.NotYet(f"{a.func.name} of a numeric is not covered by this front end yet")
+        if a.func.name == "array_agg" and a.args and a.args[0].type.is_array:
+            # PostgreSQL's answer is a multidimensional array
+            raise p.NotYet("array_agg of arrays is not covered by this front end yet")
         args = [self.scalar(x, cols) for x in a.args]
         if a.func.name == "count" and not args:
             return exp.Count(this=exp.Star())
@@ -225,6 +228,18 @@ class _Generator:
             else:
                 texts.append(exp.Cast(this=value, to=exp.DataType.build("STRING")))
         return texts
+
+    def _array_to_string(self, args: tuple[p.Expr, ...], cols: list[exp.Expression]) -> exp.Expression:
+        """array_to_string: each element as its type's output function writes it (t/f for a
+        boolean, where Spark's cast says true), as concat's arguments."""
+        element = SqlType(args[0].type.base, args[0].type.typmod)
+        if element.base.name in _FLOATS:  # their text is a Python UDF, which a Spark lambda cannot call
+            raise p.NotYet("array_to_string of a float array is not covered by this front end yet")
+        var = next(self.lambdas)
+        [text] = self._output_texts((p.ColRef(0, len(cols), element),), [*cols, exp.column(var)])
+        texts = exp.Anonymous(this="transform", expressions=[
+            self.scalar(args[0], cols), exp.Lambda(this=text, expressions=[exp.to_identifier(var)])])
+        return exp.Anonymous(this="array_join", expressions=[texts, *(self.scalar(a, cols) for a in args[1:])])
 
     def _window(self, w: p.WindowCall, cols) -> exp.Expression:
         f, args = w.func, [self.scalar(x, cols) for x in w.args]
@@ -315,6 +330,8 @@ class _Generator:
             case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
                 # each argument by its type's output function, as concat's
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
+            case p.Call(func=f, args=args) if f.name == "array_to_string" and args[0].type.base.name != "text":
+                return self._array_to_string(args, cols)
             case p.Call(func=f, args=args):
                 if f.variadic and '"any"' in f.args:
                     return self._concat(f.name, args, cols)
