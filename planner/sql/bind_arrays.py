@@ -104,10 +104,9 @@ class ArrayBinding:
         if right.is_array:
             raise _multidimensional(where)
         array = coerce.to_type(array, SqlType(right.base, right.typmod, True))
-        if p.contains(probe.args[0], p.Subquery) or p.contains(probe.args[0], p.WindowCall):
-            # its value is compared inside a Spark lambda, where neither may stand
-            raise p.NotYet("a subquery or window function compared with ANY/ALL (array) is not supported yet",
-                           position=where)
+        if p.contains(probe.args[0], p.WindowCall):
+            # its value is compared inside a Spark lambda, where a window function may not stand
+            raise p.NotYet("a window function compared with ANY/ALL (array) is not supported yet", position=where)
         return p.ArrayCompare(probe.op, probe.args[0], array, every, coerce.BOOLEAN)
 
 
