@@ -288,8 +288,9 @@ class _Generator:
 
     def _order_limit(self, q: exp.Select, top: p.TopK, cols: list[exp.Expression]) -> exp.Select:
         if top.order:
-            q = q.order_by(*(exp.Ordered(this=_not_ordinal(cols[k.index].copy()), desc=k.descending,
-                                         nulls_first=k.nulls_first)
+            types = [c.type for c in p.columns(top.input)]
+            q = q.order_by(*(exp.Ordered(this=_sort_value(_not_ordinal(cols[k.index].copy()), types[k.index]),
+                                         desc=k.descending, nulls_first=k.nulls_first)
                              for k in top.order))
         if top.limit is not None:
             q = q.limit(self._count(top.limit))
@@ -513,6 +514,14 @@ def _not_ordinal(e: exp.Expression) -> exp.Expression:
     if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
         return exp.Cast(this=e, to=exp.DataType.build("DECIMAL(38, 0)"))
     return e
+
+
+def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:
+    """A sort key in PostgreSQL's order: an array's NULL elements after every value (array_cmp;
+    Spark's own order puts them first), as the array comparison operators have it."""
+    if not t.is_array:
+        return e
+    return _template("transform({0}, sw_o -> named_struct('n', sw_o is null, 'v', sw_o))", [e])
 
 
 def _rounded_for(source: SqlType, target: SqlType) -> str | None:

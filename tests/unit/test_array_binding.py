@@ -240,3 +240,9 @@ def test_array_agg_of_arrays_is_multidimensional_and_not_covered_yet():
     assert _shape("SELECT array_agg(a) FROM arr") == [("array_agg", "integer[]")]
     with pytest.raises(p.NotYet):
         _spark("SELECT array_agg(a) FROM arr")
+
+
+def test_arrays_sort_with_null_elements_last():
+    text = _spark("SELECT a FROM arr ORDER BY a DESC")
+    assert "ORDER BY TRANSFORM((t0.c1), sw_o -> STRUCT(sw_o IS NULL AS n, sw_o AS v)) DESC" in text
+    assert "ORDER BY t0.c0" in _spark("SELECT a FROM arr ORDER BY id")
