@@ -199,6 +199,10 @@ class _Generator:
                 raise p.NotYet(f"{a.func.name}(DISTINCT ...) is not covered by this front end yet")
             return jsonb_calls.aggregate(a.func.name, args, [x.type for x in a.args])
         _check_template(a.func.name, a.func.spark, len(args))
+        if a.func.name in ("max", "min") and a.type.is_array:
+            # in PostgreSQL's order of arrays (_sort_value), then back to the arrays
+            ordered = _template(f"{a.func.name}({{0}})", [_sort_value(args[0], a.type)])
+            return _template("transform({0}, sw_o -> sw_o.v)", [ordered])
         call = _template(a.func.spark, args)
         if a.distinct:
             call = _distinct_args(call)
@@ -260,8 +264,8 @@ class _Generator:
             call = _template(f.spark, args)
         if f.kind is Kind.AGGREGATE and not isinstance(call, (exp.AggFunc, exp.Anonymous)):
             raise p.NotYet(f"{f.name} over a window is not covered by this front end yet")
-        order = [exp.Ordered(this=_not_ordinal(self.scalar(k.expr, cols)), desc=k.descending,
-                             nulls_first=k.nulls_first) for k in w.order]
+        order = [exp.Ordered(this=_sort_value(_not_ordinal(self.scalar(k.expr, cols)), k.expr.type),
+                             desc=k.descending, nulls_first=k.nulls_first) for k in w.order]
         return exp.Window(this=call, partition_by=[self.scalar(x, cols) for x in w.partition] or None,
                           order=exp.Order(expressions=order) if order else None)
 
