@@ -264,8 +264,8 @@ class _Generator:
             call = _template(f.spark, args)
         if f.kind is Kind.AGGREGATE and not isinstance(call, (exp.AggFunc, exp.Anonymous)):
             raise p.NotYet(f"{f.name} over a window is not covered by this front end yet")
-        order = [exp.Ordered(this=_sort_value(_not_ordinal(self.scalar(k.expr, cols)), k.expr.type),
-                             desc=k.descending, nulls_first=k.nulls_first) for k in w.order]
+        order = [exp.Ordered(this=_not_ordinal(self.scalar(k.expr, cols)), desc=k.descending,
+                             nulls_first=k.nulls_first) for k in w.order]
         return exp.Window(this=call, partition_by=[self.scalar(x, cols) for x in w.partition] or None,
                           order=exp.Order(expressions=order) if order else None)
 
@@ -525,7 +525,11 @@ def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:
     Spark's own order puts them first), as the array comparison operators have it."""
     if not t.is_array:
         return e
-    return _template("transform({0}, sw_o -> named_struct('n', sw_o is null, 'v', sw_o))", [e])
+    var = exp.to_identifier("sw_o")
+    element = exp.column(var)
+    pair = exp.Anonymous(this="named_struct", expressions=[
+        exp.Literal.string("n"), exp.Is(this=element.copy(), expression=exp.Null()), exp.Literal.string("v"), element])
+    return exp.Anonymous(this="transform", expressions=[e, exp.Lambda(this=pair, expressions=[var])])
 
 
 def _rounded_for(source: SqlType, target: SqlType) -> str | None:
