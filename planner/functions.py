@@ -135,7 +135,10 @@ FUNCTIONS: tuple[Function, ...] = (
     S(3403, "pg_statistics_obj_is_visible", "oid", "boolean", "true"),
     F(2176, "array_length", "anyarray, integer", "integer", "if({1} = 1 and size({0}) > 0, size({0}), null)"),
     F(2091, "array_lower", "anyarray, integer", "integer", "if({1} = 1 and size({0}) > 0, 1, null)"),
-    F(3277, "array_position", "anycompatiblearray, anycompatible", "integer", "nullif(array_position({0}, {1}), 0)"),
+    F(3277, "array_position", "anycompatiblearray, anycompatible", "integer", 
+      # a NULL is found where the array has one, as IS NOT DISTINCT FROM finds it (Spark: NULL)
+      "nullif(if({1} is null, array_position(transform({0}, sw_p -> sw_p is null), true), "
+      "array_position({0}, {1})), 0)"),
     F(379, "array_prepend", "anycompatible, anycompatiblearray", "anycompatiblearray", "array_prepend(coalesce({1}, array()), {0})"),
     F(384, "array_to_string", "anyarray, text, text", "text", "array_join({0}, {1}, {2})"),
     F(395, "array_to_string", "anyarray, text", "text", "array_join({0}, {1})"),
@@ -569,6 +572,7 @@ _INTERNAL_SPARK = frozenset((
     "split",  # an int2vector (pg_index.indoption) subscripted: planner.pg_compat
     "chr", "translate", "typeof",  # array::text: planner.pg_functions.array_text_template
     "instr", "regexp_replace",  # a numeric's text without Spark's padding: pg_functions.UNSCALED_NUMERIC_TEXT
+    "slice",  # a[i:j]: planner.sql.spark_sql
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

@@ -45,6 +45,18 @@ JSONB_DELETE = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR left({0}, 1) IN ('{', '
                 "THEN sparkwire_jsonb_delete({0}, {1}) "
                 "ELSE raise_error('sparkwire:22023:cannot delete from scalar') END")
 
+# Arrays in PostgreSQL's order (array_cmp): element by element, a NULL element after every
+# other value (Spark's own order puts it first), then the shorter first.
+def _array_order(op: str) -> str:
+    def ordered(arg: str) -> str:
+        return f"transform({arg}, sw_o -> named_struct('n', sw_o is null, 'v', sw_o))"
+    return f"{ordered('{0}')} {op} {ordered('{1}')}"
+
+
+# a @> b: every element of b is one of a's.
+ARRAY_CONTAINS = ("case when {a} is null or {b} is null then null "
+                  "else forall({b}, sw_c -> coalesce(array_contains({a}, sw_c), false)) end")
+
 OPERATORS: tuple[Operator, ...] = (
     O(640, "!~", "name", "text", "boolean", "not {0} rlike {1}"),
     O(642, "!~", "text", "text", "boolean", "not {0} rlike {1}"),
@@ -130,6 +142,13 @@ OPERATORS: tuple[Operator, ...] = (
     # jsonb's own operators: Python UDFs over the canonical text (planner.jsonb_ops).
     O(3246, "@>", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({0}, {1})"),
     O(3250, "<@", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({1}, {0})"),
+    # Array containment and overlap: a NULL element matches nothing (PostgreSQL's
+    # array_contain_compare), so a NULL in the contained array makes @> false.
+    O(2751, "@>", "anyarray", "anyarray", "boolean", ARRAY_CONTAINS.format(a="{0}", b="{1}")),
+    O(2752, "<@", "anyarray", "anyarray", "boolean", ARRAY_CONTAINS.format(a="{1}", b="{0}")),
+    O(2750, "&&", "anyarray", "anyarray", "boolean",
+      "case when {0} is null or {1} is null then null "
+      "else exists({0}, sw_c -> coalesce(array_contains({1}, sw_c), false)) end"),
     O(3247, "?", "jsonb", "text", "boolean", "sparkwire_jsonb_exists({0}, {1})"),
     O(3248, "?|", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_any({0}, {1})"),
     O(3249, "?&", "jsonb", "text[]", "boolean", "sparkwire_jsonb_exists_all({0}, {1})"),
@@ -178,7 +197,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(664, "<", "text", "text", "boolean", "{0} < {1}"),
     O(672, "<", "double precision", "double precision", "boolean", "{0} < {1}"),
     O(1058, "<", "character", "character", "boolean", "rtrim({0}) < rtrim({1})"),
-    O(1072, "<", "anyarray", "anyarray", "boolean", "{0} < {1}"),
+    O(1072, "<", "anyarray", "anyarray", "boolean", _array_order("<")),
     O(1095, "<", "date", "date", "boolean", "{0} < {1}"),
     O(1110, "<", "time without time zone", "time without time zone", "boolean", "{0} < {1}"),
     O(1122, "<", "real", "double precision", "boolean", "{0} < {1}"),
@@ -212,7 +231,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(665, "<=", "text", "text", "boolean", "{0} <= {1}"),
     O(673, "<=", "double precision", "double precision", "boolean", "{0} <= {1}"),
     O(1059, "<=", "character", "character", "boolean", "rtrim({0}) <= rtrim({1})"),
-    O(1074, "<=", "anyarray", "anyarray", "boolean", "{0} <= {1}"),
+    O(1074, "<=", "anyarray", "anyarray", "boolean", _array_order("<=")),
     O(1096, "<=", "date", "date", "boolean", "{0} <= {1}"),
     O(1111, "<=", "time without time zone", "time without time zone", "boolean", "{0} <= {1}"),
     O(1124, "<=", "real", "double precision", "boolean", "{0} <= {1}"),
@@ -320,7 +339,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(666, ">", "text", "text", "boolean", "{0} > {1}"),
     O(674, ">", "double precision", "double precision", "boolean", "{0} > {1}"),
     O(1060, ">", "character", "character", "boolean", "rtrim({0}) > rtrim({1})"),
-    O(1073, ">", "anyarray", "anyarray", "boolean", "{0} > {1}"),
+    O(1073, ">", "anyarray", "anyarray", "boolean", _array_order(">")),
     O(1097, ">", "date", "date", "boolean", "{0} > {1}"),
     O(1112, ">", "time without time zone", "time without time zone", "boolean", "{0} > {1}"),
     O(1123, ">", "real", "double precision", "boolean", "{0} > {1}"),
@@ -352,7 +371,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(667, ">=", "text", "text", "boolean", "{0} >= {1}"),
     O(675, ">=", "double precision", "double precision", "boolean", "{0} >= {1}"),
     O(1061, ">=", "character", "character", "boolean", "rtrim({0}) >= rtrim({1})"),
-    O(1075, ">=", "anyarray", "anyarray", "boolean", "{0} >= {1}"),
+    O(1075, ">=", "anyarray", "anyarray", "boolean", _array_order(">=")),
     O(1098, ">=", "date", "date", "boolean", "{0} >= {1}"),
     O(1113, ">=", "time without time zone", "time without time zone", "boolean", "{0} >= {1}"),
     O(1125, ">=", "real", "double precision", "boolean", "{0} >= {1}"),
@@ -380,7 +399,14 @@ OPERATORS: tuple[Operator, ...] = (
     O(596, "|/", "", "double precision", "double precision",
       "case when {0} < 0 then raise_error('sparkwire:2201F:cannot take square root of a negative number') "
       "else sqrt({0}) end"),
-    O(375, "||", "anycompatiblearray", "anycompatiblearray", "anycompatiblearray", "concat({0}, {1})"),
+    # array || array is array_cat, array || element array_append, element || array array_prepend:
+    # a NULL array is left out (NULL::int[] || ARRAY[1] is {1}), where Spark's answer is NULL
+    O(375, "||", "anycompatiblearray", "anycompatiblearray", "anycompatiblearray",
+      "case when {0} is null then {1} when {1} is null then {0} else concat({0}, {1}) end"),
+    O(349, "||", "anycompatiblearray", "anycompatible", "anycompatiblearray",
+      "array_append(coalesce({0}, array()), {1})"),
+    O(374, "||", "anycompatible", "anycompatiblearray", "anycompatiblearray",
+      "array_prepend(coalesce({1}, array()), {0})"),
     O(654, "||", "text", "text", "text", "concat({0}, {1})"),
     O(2779, "||", "text", "anynonarray", "text", "concat({0}, {1})"),
     O(2780, "||", "anynonarray", "text", "text", "concat({0}, {1})"),

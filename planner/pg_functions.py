@@ -170,8 +170,15 @@ def _factorial(node: exp.Factorial) -> exp.Expression:
 
 
 def _array_position(node: exp.ArrayPosition) -> exp.Expression:
-    """array_position: NULL when the element is not there (Spark: 0)."""
-    return exp.Nullif(this=_fn("array_position", node.this, node.expression), expression=exp.Literal.number(0))
+    """array_position: NULL when the element is not there (Spark: 0); a NULL is found where
+    the array has one, as IS NOT DISTINCT FROM finds it (Spark: NULL)."""
+    array, element = node.this, node.expression
+    var = exp.to_identifier("sw_p")
+    nulls = _fn("transform", array.copy(), exp.Lambda(this=exp.Is(this=exp.column(var), expression=exp.Null()),
+                                                      expressions=[var]))
+    found = exp.If(this=exp.Is(this=element.copy(), expression=exp.Null()), true=_fn("array_position", nulls, exp.true()),
+                   false=_fn("array_position", array, element))
+    return exp.Nullif(this=found, expression=exp.Literal.number(0))
 
 
 def _array_concat(node: exp.Expression) -> exp.Expression:

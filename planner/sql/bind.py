@@ -16,12 +16,12 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from planner import functions, operators, typeof
-from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, WRONG_OBJECT_TYPE, SqlError
 from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.sql import coerce
 from planner.sql import plan as p
+from planner.sql.bind_arrays import ArrayBinding
 from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, one
 from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
@@ -68,7 +68,7 @@ class _AggSlot:
 
 
 @dataclass
-class Binder:
+class Binder(ArrayBinding):
     catalog: Catalog
     text: str = ""  # the statement's text: where the parse tree's locations point
     param_types: list[SqlType] = field(default_factory=list)
@@ -536,6 +536,8 @@ class Binder:
             return self._operator(op, [self.expr(n["lexpr"]), self.expr(n["rexpr"])], where)
         if kind == "AEXPR_IN":
             return self._in_list(n, op, where)
+        if kind in ("AEXPR_OP_ANY", "AEXPR_OP_ALL"):  # x op ANY/ALL (array): planner.sql.bind_arrays
+            return self._array_compare(n, op, kind == "AEXPR_OP_ALL", where)
         if kind in ("AEXPR_DISTINCT", "AEXPR_NOT_DISTINCT"):
             return self._distinct_from(self.expr(n["lexpr"]), self.expr(n["rexpr"]),
                                        kind == "AEXPR_DISTINCT", where)
@@ -584,7 +586,7 @@ class Binder:
             err.position = where
             raise
         params = ((op.left,) if op.left else ()) + (op.right,)
-        bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
+        bound = _coerce_params(args, params, where)
         return p.OpCall(op, bound, coerce.result_type(op.result, params, [a.type for a in bound]))
 
     def _bool_expr(self, n: dict) -> p.Expr:
@@ -627,14 +629,9 @@ class Binder:
 
     def _type_cast(self, n: dict) -> p.Expr:
         target = _type_name(n["typeName"])
-        arg = self.expr(n["arg"])
-        if isinstance(arg, p.Literal) and arg.type == coerce.UNKNOWN:
-            if target.max_length is not None and not target.is_array and arg.value is not None:
-                # An explicit cast cuts the text to the length ('abcd'::char(2) is 'ab'), where
-                # the input function alone (an assignment) would refuse it with 22001.
-                arg = p.Literal(str(arg.value)[:target.max_length], arg.type)
-            return _typed_literal(arg, target)
-        return p.Cast(arg, target) if arg.type != target else arg
+        if node_type(n["arg"]) == "A_ArrayExpr" and target.is_array:
+            return self._array_expr(n["arg"]["A_ArrayExpr"], target)  # each element cast, as PostgreSQL's
+        return coerce.explicit_cast(self.expr(n["arg"]), target)
 
     def _func_call(self, n: dict) -> p.Expr:
         parts = names(n["funcname"])
@@ -762,6 +759,8 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
     "TypeCast": Binder._type_cast,
     "FuncCall": Binder._func_call,
     "SubLink": Binder._sub_link,
+    "A_ArrayExpr": Binder._array_expr,  # planner.sql.bind_arrays
+    "A_Indirection": Binder._indirection,
 }
 
 
@@ -837,6 +836,11 @@ def _column_name(node: Node) -> str:
         return names(n["typeName"]["names"])[-1]  # as the grammar spells it: int4, float8, varchar
     if kind == "CaseExpr":
         return "case"
+    if kind == "A_ArrayExpr":
+        return "array"
+    if kind == "A_Indirection":  # its last field name, else its argument's name
+        fields_ = [i["String"]["sval"] for i in n["indirection"] if "String" in i]
+        return fields_[-1] if fields_ else _column_name(n["arg"])
     if kind == "CoalesceExpr":
         return "coalesce"
     if kind == "A_Expr" and n["kind"] == "AEXPR_NULLIF":
@@ -886,28 +890,8 @@ def _sort_key(index: int, sort: dict) -> p.SortKey:
     return p.SortKey(index, descending, nulls_first)
 
 
-def _coerce(e: p.Expr, target: SqlType, context: str | None = None) -> p.Expr:
-    """`e` as `target`, by an implicit cast (an unknown literal takes the type outright)."""
-    if e.type == target or (e.type.base == target.base and e.type.is_array == target.is_array
-                            and target.typmod < 0):
-        return e
-    if not coerce.can_coerce(e.type, target):
-        what = f"{context} must be type {target.display()}, not type {e.type.display()}" if context else (
-            f"cannot cast type {e.type.display()} to {target.display()} implicitly")
-        raise SqlError("42804", what)
-    if isinstance(e, p.Literal) and e.type == coerce.UNKNOWN:
-        return _typed_literal(e, target)
-    if isinstance(e, p.Param) and e.type == coerce.UNKNOWN:
-        return p.Param(e.number, target)
-    return p.Cast(e, target)
-
-
-def _typed_literal(e: p.Literal, target: SqlType) -> p.Literal:
-    """An unknown literal given its type: read by the type's input function now, as
-    PostgreSQL does (so `'x'::integer` is 22P02 before anything runs)."""
-    if e.value is None:
-        return p.Literal(None, target)
-    return p.Literal(decode_text(target, str(e.value).encode()), target)
+_coerce = coerce.to_type
+_typed_literal = coerce.typed_literal
 
 
 def _resolved_call(name: str, overloads: list, args: list[p.Expr],
@@ -925,16 +909,20 @@ def _resolved_call(name: str, overloads: list, args: list[p.Expr],
         err.position = where
         raise
     params = coerce.expand_args(func, len(args))
-    bound = tuple(_coerce_param(a, t) for a, t in zip(args, params, strict=True))
+    bound = _coerce_params(args, params, where)
     return func, bound, coerce.result_type(func.result, params, [a.type for a in bound])
 
 
-def _coerce_param(e: p.Expr, param: str) -> p.Expr:
-    """An argument as the catalog signature's parameter type (polymorphic ones as given;
-    an unknown literal for a polymorphic parameter as text)."""
-    if param in coerce.POLYMORPHIC:
-        return _coerce(e, coerce.TEXT) if e.type == coerce.UNKNOWN else e
-    return _coerce(e, coerce.named(param))
+def _coerce_params(args: Sequence[p.Expr], params: Sequence[str], where: int | None) -> tuple[p.Expr, ...]:
+    """The arguments as the catalog signature's parameter types, polymorphic ones resolved
+    (coerce.param_types; an unknown literal for "any" as text)."""
+    try:
+        types = coerce.param_types(params, [a.type for a in args])
+    except SqlError as err:
+        err.position = where
+        raise
+    return tuple((_coerce(a, coerce.TEXT) if a.type == coerce.UNKNOWN else a) if t is None else _coerce(a, t)
+                 for a, t in zip(args, types, strict=True))
 
 
 def _cast_columns(rel: p.Rel, types: list[SqlType]) -> p.Rel:

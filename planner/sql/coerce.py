@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
+from planner.codecs.text_in import decode_text
 from planner.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, SqlError
 from planner.functions import Function
 from planner.operators import Operator
-from planner.sql.plan import NotYet
+from planner.sql.plan import Cast, Expr, Literal, NotYet, Param
 from planner.types import PgType, SqlType, lookup
 
 AMBIGUOUS_FUNCTION = "42725"
@@ -196,8 +197,7 @@ def _category_of(param: str) -> str | None:
 def choose(candidates: Sequence[tuple[str, ...]], args: Sequence[SqlType]) -> int | None:
     """The index of the candidate signature PostgreSQL picks for `args`, or None when no
     candidate fits; raises 42725 when several fit equally well."""
-    fitting = [i for i, sig in enumerate(candidates)
-               if len(sig) == len(args) and all(_accepts(p, a) for p, a in zip(sig, args, strict=True))]
+    fitting = [i for i, sig in enumerate(candidates) if _fits(sig, args)]
     if not fitting:
         return None
     exact = [i for i in fitting if all(_exact(p, a) for p, a in zip(candidates[i], args, strict=True))]
@@ -217,13 +217,98 @@ def choose(candidates: Sequence[tuple[str, ...]], args: Sequence[SqlType]) -> in
     if len(fitting) > 1 and UNKNOWN in args:
         fitting = _resolve_unknowns(candidates, args, fitting)
     if len(fitting) > 1 and UNKNOWN in args and len({a.base.name for a in known}) == 1:
-        same = [i for i in fitting if all(_accepts(p, known[0]) and (_exact(p, known[0]) or p in POLYMORPHIC)
-                                          for p in candidates[i])]
+        assumed = [known[0] if a == UNKNOWN else a for a in args]
+        same = [i for i in fitting if _fits(candidates[i], assumed)
+                and all(_exact(p, known[0]) or p in POLYMORPHIC for p in candidates[i])]
         if len(same) == 1:
             return same[0]
     if len(fitting) == 1:
         return fitting[0]
     raise SqlError(AMBIGUOUS_FUNCTION, "is not unique")
+
+
+def _fits(sig: tuple[str, ...], args: Sequence[SqlType]) -> bool:
+    """Whether each argument converts to its parameter, and the polymorphic ones agree."""
+    return (len(sig) == len(args) and all(_accepts(p, a) for p, a in zip(sig, args, strict=True))
+            and _elements(sig, args) is not None)
+
+
+# PostgreSQL's two families of polymorphic types: anyelement, anyarray and anynonarray stand
+# for one element type exactly; anycompatible and anycompatiblearray for the common type of
+# their arguments (parse_coerce.c, check_generic_type_consistency).
+_FAMILY = {"anyelement": "any", "anynonarray": "any", "anyarray": "any",
+           "anycompatible": "compatible", "anycompatiblearray": "compatible"}
+_ARRAY_PARAMS = frozenset(("anyarray", "anycompatiblearray"))
+
+
+def _elements(params: Sequence[str], args: Sequence[SqlType]) -> dict[str, SqlType | None] | None:
+    """The element type each polymorphic family in `params` stands for with these
+    arguments (None: only unknown arguments gave it), or None when they disagree."""
+    given: dict[str, list[SqlType]] = {}
+    arrays: set[str] = set()
+    for p, a in zip(params, args, strict=False):
+        family = _FAMILY.get(p)
+        if family is None:
+            continue
+        given.setdefault(family, [])
+        if p in _ARRAY_PARAMS:
+            arrays.add(family)
+        if a == UNKNOWN:
+            continue
+        if p in _ARRAY_PARAMS:
+            if not a.is_array:
+                return None
+            given[family].append(SqlType(a.base, a.typmod))
+        elif p == "anynonarray" and a.is_array:
+            return None
+        else:
+            given[family].append(a)
+    out: dict[str, SqlType | None] = {}
+    for family, types in given.items():
+        if family in arrays and any(t.is_array for t in types):
+            return None  # an element that is an array: sparkwire's arrays have one dimension
+        if not types:
+            out[family] = None
+        elif family == "any":
+            if any(not _same(t, types[0]) for t in types):
+                return None
+            out[family] = common_typmod(types[0], types)
+        else:
+            try:
+                out[family] = common_typmod(common_type(types, "polymorphic"), types)
+            except SqlError:
+                return None
+    return out
+
+
+def common_typmod(t: SqlType, types: Sequence[SqlType]) -> SqlType:
+    """`t`, with the typmod all of `types` share (none when they differ)."""
+    same = all(_same(x, t) and x.typmod == t.typmod for x in types)
+    return t if same else SqlType(t.base, -1, t.is_array)
+
+
+def param_types(params: Sequence[str], args: Sequence[SqlType]) -> list[SqlType | None]:
+    """Each parameter's type for these arguments, polymorphic ones resolved as PostgreSQL's
+    enforce_generic_type_consistency does (None for "any": the argument as it is). An
+    anyelement family given only unknown arguments is PostgreSQL's 42804; an anycompatible
+    one is text."""
+    elements = _elements(params, args)
+    if elements is None:
+        raise SqlError(DATATYPE_MISMATCH, "arguments declared polymorphic are not all alike")
+    out: list[SqlType | None] = []
+    for p in params:
+        family = _FAMILY.get(p)
+        if family is None:
+            out.append(None if p in POLYMORPHIC else named(p))
+            continue
+        element = elements[family]
+        if element is None:
+            if family == "any":
+                raise SqlError(DATATYPE_MISMATCH, "could not determine polymorphic type because input has type "
+                                                  "unknown")
+            element = TEXT
+        out.append(SqlType(element.base, element.typmod, True) if p in _ARRAY_PARAMS else element)
+    return out
 
 
 def _keep_best(indices: list[int], score) -> list[int]:
@@ -296,12 +381,15 @@ def result_type(result: str, params: Sequence[str], args: Sequence[SqlType]) -> 
             return named(result)
         except KeyError:  # void, inet, record, ...: the sqlglot path shapes the calls that give them
             raise NotYet(f"a result of type {result} is not covered by this front end yet") from None
-    element: SqlType | None = None
-    for p, a in zip(params, args, strict=False):
-        if p in POLYMORPHIC and a != UNKNOWN:
-            element = SqlType(a.base, a.typmod)  # an array argument gives its element type
+    family = _FAMILY.get(result)
+    elements = _elements(params, args) or {}
+    element = elements.get(family) if family is not None else None
+    if element is None:  # "any", or a family its arguments did not fix: as an argument
+        for p, a in zip(params, args, strict=False):
+            if p in POLYMORPHIC and a != UNKNOWN:
+                element = SqlType(a.base, a.typmod)  # an array argument gives its element type
     element = element or TEXT
-    if result in ("anyarray", "anycompatiblearray"):
+    if result in _ARRAY_PARAMS:
         return SqlType(element.base, element.typmod, True)
     return element
 
@@ -314,3 +402,40 @@ def _op_text(name: str, args: Sequence[SqlType]) -> str:
     if len(args) == 1:
         return f"{name} {args[0].display()}"
     return f"{args[0].display()} {name} {args[1].display()}"
+
+
+# -- expressions of a type ----------------------------------------------------------------------
+
+def to_type(e: Expr, target: SqlType, context: str | None = None) -> Expr:
+    """`e` as `target`, by an implicit cast (an unknown literal takes the type outright)."""
+    if e.type == target or (e.type.base == target.base and e.type.is_array == target.is_array
+                            and target.typmod < 0):
+        return e
+    if not can_coerce(e.type, target):
+        what = f"{context} must be type {target.display()}, not type {e.type.display()}" if context else (
+            f"cannot cast type {e.type.display()} to {target.display()} implicitly")
+        raise SqlError("42804", what)
+    if isinstance(e, Literal) and e.type == UNKNOWN:
+        return typed_literal(e, target)
+    if isinstance(e, Param) and e.type == UNKNOWN:
+        return Param(e.number, target)
+    return Cast(e, target)
+
+
+def typed_literal(e: Literal, target: SqlType) -> Literal:
+    """An unknown literal given its type: read by the type's input function now, as
+    PostgreSQL does (so `'x'::integer` is 22P02 before anything runs)."""
+    if e.value is None:
+        return Literal(None, target)
+    return Literal(decode_text(target, str(e.value).encode()), target)
+
+
+def explicit_cast(arg: Expr, target: SqlType) -> Expr:
+    """`arg::target`."""
+    if isinstance(arg, Literal) and arg.type == UNKNOWN:
+        if target.max_length is not None and not target.is_array and arg.value is not None:
+            # An explicit cast cuts the text to the length ('abcd'::char(2) is 'ab'), where
+            # the input function alone (an assignment) would refuse it with 22001.
+            arg = Literal(str(arg.value)[:target.max_length], arg.type)
+        return typed_literal(arg, target)
+    return Cast(arg, target) if arg.type != target else arg

@@ -158,8 +158,49 @@ class WindowCall:
     type: SqlType
 
 
+@dataclass(frozen=True)
+class ArrayExpr:
+    """`ARRAY[e1, e2, ...]`: the elements already of the array's element type."""
+
+    elements: tuple[Expr, ...]
+    type: SqlType  # an array type
+
+
+@dataclass(frozen=True)
+class Subscript:
+    """`a[i]`: PostgreSQL's element i, counting from 1; NULL when i is out of range or NULL."""
+
+    array: Expr
+    index: Expr  # integer
+    type: SqlType  # the element type
+
+
+@dataclass(frozen=True)
+class Slice:
+    """`a[i:j]`: the elements from i to j, clipped to the array; an omitted bound (None) is
+    the array's own; NULL when a bound is NULL."""
+
+    array: Expr
+    lower: Expr | None
+    upper: Expr | None
+    type: SqlType  # the array's type
+
+
+@dataclass(frozen=True)
+class ArrayCompare:
+    """`x op ANY (array)` / `x op ALL (array)`, with SQL's three-valued answer: NULL for a
+    NULL array, false (ANY) or true (ALL) for an empty one, NULL when only NULL comparisons
+    leave it open. `op` compares `lhs` with each element."""
+
+    op: Operator
+    lhs: Expr
+    array: Expr
+    all: bool
+    type: SqlType
+
+
 Expr = (ColRef | Literal | Param | Call | OpCall | Cast | BoolOp | IsNull | Case | Coalesce | Subquery
-        | WindowCall)
+        | WindowCall | ArrayExpr | Subscript | Slice | ArrayCompare)
 
 # -- relations -------------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ class _Generator:
         self.table_name = table_name
         self.param_values = param_values
         self.aliases = (f"t{i}" for i in itertools.count())
+        self.lambdas = (f"sw_any{i}" for i in itertools.count())  # element variables (ANY/ALL, ...)
         self.outer: list[list[exp.Expression]] = []  # enclosing levels' input columns, innermost last
         # id of a list of input columns → (the list, kept alive so the id stays its own; the
         # relation they are the columns of): for the numeric scale of what reads them
@@ -187,6 +188,9 @@ class _Generator:
         if a.func.name in _DOUBLE_ONLY_AGGREGATES and a.type.base.name == "numeric":
             # Spark computes these in double precision; PostgreSQL's numeric answer has every digit
             raise p.NotYet(f"{a.func.name} of a numeric is not covered by this front end yet")
+        if a.func.name == "array_agg" and a.args and a.args[0].type.is_array:
+            # PostgreSQL's answer is a multidimensional array
+            raise p.NotYet("array_agg of arrays is not covered by this front end yet")
         args = [self.scalar(x, cols) for x in a.args]
         if a.func.name == "count" and not args:
             return exp.Count(this=exp.Star())
@@ -195,6 +199,10 @@ class _Generator:
                 raise p.NotYet(f"{a.func.name}(DISTINCT ...) is not covered by this front end yet")
             return jsonb_calls.aggregate(a.func.name, args, [x.type for x in a.args])
         _check_template(a.func.name, a.func.spark, len(args))
+        if a.func.name in ("max", "min") and a.type.is_array:
+            # in PostgreSQL's order of arrays (_sort_value), then back to the arrays
+            ordered = _template(f"{a.func.name}({{0}})", [_sort_value(args[0], a.type)])
+            return _template("transform({0}, sw_o -> sw_o.v)", [ordered])
         call = _template(a.func.spark, args)
         if a.distinct:
             call = _distinct_args(call)
@@ -224,6 +232,19 @@ class _Generator:
             else:
                 texts.append(exp.Cast(this=value, to=exp.DataType.build("STRING")))
         return texts
+
+    def _array_to_string(self, args: tuple[p.Expr, ...], cols: list[exp.Expression]) -> exp.Expression:
+        """array_to_string: each element as its type's output function writes it (t/f for a
+        boolean, where Spark's cast says true), as concat's arguments."""
+        _no_subquery_in_lambda("array_to_string", "->", args)
+        element = SqlType(args[0].type.base, args[0].type.typmod)
+        if element.base.name in _FLOATS:  # their text is a Python UDF, which a Spark lambda cannot call
+            raise p.NotYet("array_to_string of a float array is not covered by this front end yet")
+        var = next(self.lambdas)
+        [text] = self._output_texts((p.ColRef(0, len(cols), element),), [*cols, exp.column(var)])
+        texts = exp.Anonymous(this="transform", expressions=[
+            self.scalar(args[0], cols), exp.Lambda(this=text, expressions=[exp.to_identifier(var)])])
+        return exp.Anonymous(this="array_join", expressions=[texts, *(self.scalar(a, cols) for a in args[1:])])
 
     def _window(self, w: p.WindowCall, cols) -> exp.Expression:
         f, args = w.func, [self.scalar(x, cols) for x in w.args]
@@ -271,8 +292,9 @@ class _Generator:
 
     def _order_limit(self, q: exp.Select, top: p.TopK, cols: list[exp.Expression]) -> exp.Select:
         if top.order:
-            q = q.order_by(*(exp.Ordered(this=_not_ordinal(cols[k.index].copy()), desc=k.descending,
-                                         nulls_first=k.nulls_first)
+            types = [c.type for c in p.columns(top.input)]
+            q = q.order_by(*(exp.Ordered(this=_sort_value(_not_ordinal(cols[k.index].copy()), types[k.index]),
+                                         desc=k.descending, nulls_first=k.nulls_first)
                              for k in top.order))
         if top.limit is not None:
             q = q.limit(self._count(top.limit))
@@ -314,6 +336,8 @@ class _Generator:
             case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
                 # each argument by its type's output function, as concat's
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
+            case p.Call(func=f, args=args) if f.name == "array_to_string" and args[0].type.base.name != "text":
+                return self._array_to_string(args, cols)
             case p.Call(func=f, args=args):
                 if f.variadic and '"any"' in f.args:
                     return self._concat(f.name, args, cols)
@@ -321,6 +345,7 @@ class _Generator:
                     # PostgreSQL's dpow (its errors, pow(1, NaN) = 1), as float8's ^ writes it
                     return _template(pg_functions.float_power_template(), [self.scalar(a, cols) for a in args])
                 _check_template(f.name, f.spark, len(args))
+                _no_subquery_in_lambda(f.name, f.spark, args)
                 spark_args = [self.scalar(a, cols) for a in args]
                 if f.name in _CHAR_LENGTHS and args[0].type.base.name == "character":
                     # char(n)'s length does not count the padding (bpcharlen)
@@ -328,6 +353,7 @@ class _Generator:
                 return _template(f.spark, spark_args)
             case p.OpCall(op=op, args=args):
                 _check_template(op.name, op.spark, len(args))
+                _no_subquery_in_lambda(op.name, op.spark, args)
                 operands = [self.scalar(a, cols) for a in args]
                 pattern = args[1] if len(args) == 2 and isinstance(args[1], p.Call) else None  # ~ x is bitwise not
                 if op.name in _LIKE_OPERATORS and pattern is not None and pattern.func.name == "like_escape":
@@ -411,6 +437,31 @@ class _Generator:
                                     expressions=[self.scalar(a, cols) for a in args[1:]])
             case p.Subquery():
                 return self._subquery(e, cols)
+            case p.ArrayExpr() | p.Subscript() | p.Slice() | p.ArrayCompare():
+                return self._array(e, cols)
+        raise p.NotYet(f"{type(e).__name__} cannot run on Spark yet")
+
+    def _array(self, e: p.Expr, cols: list[exp.Expression]) -> exp.Expression:
+        """ARRAY[...], a[i], a[i:j] and x op ANY/ALL (a), with PostgreSQL's answers where
+        Spark's element_at and slice count from the end or fail (0, negative, out of range)."""
+        match e:
+            case p.ArrayExpr(elements=(), type=t):
+                return exp.Cast(this=exp.Array(expressions=[]), to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.ArrayExpr(elements=elements):
+                return exp.Array(expressions=[self.scalar(x, cols) for x in elements])
+            case p.Subscript(array=array, index=index):
+                return _template(_SUBSCRIPT, [self.scalar(array, cols), self.scalar(index, cols)])
+            case p.Slice(array=array, lower=lower, upper=upper):
+                args = [self.scalar(x, cols) if x is not None else exp.Null() for x in (array, lower, upper)]
+                return _template(_slice_template(lower is not None, upper is not None), args)
+            case p.ArrayCompare(op=op, lhs=lhs, array=array, all=every):
+                # exists/forall over the elements, three-valued as ANY/ALL are
+                _no_subquery_in_lambda(f"{op.name} ANY/ALL (array)", "->", (lhs, array))
+                var = next(self.lambdas)
+                element = p.ColRef(0, len(cols), SqlType(array.type.base, array.type.typmod))
+                body = self.scalar(p.OpCall(op, (lhs, element), BOOLEAN), [*cols, exp.column(var)])
+                return exp.Anonymous(this="forall" if every else "exists", expressions=[
+                    self.scalar(array, cols), exp.Lambda(this=body, expressions=[exp.to_identifier(var)])])
         raise p.NotYet(f"{type(e).__name__} cannot run on Spark yet")
 
     def _subquery(self, s: p.Subquery, cols: list[exp.Expression]) -> exp.Expression:
@@ -434,6 +485,20 @@ class _Generator:
 
 
 
+# a[i]: NULL for 0 and negative subscripts (try_element_at: NULL past the end only)
+_SUBSCRIPT = "if({1} >= 1, try_element_at({0}, {1}), null)"
+
+
+def _slice_template(lower: bool, upper: bool) -> str:
+    """a[i:j] ({0} the array, {1} i, {2} j): from max(i, 1) to min(j, its length), empty
+    when that is nothing; an omitted bound is the array's own, a NULL one gives NULL."""
+    first = "greatest({1}, 1)" if lower else "1"
+    last = "least({2}, size({0}))" if upper else "size({0})"
+    sliced = f"slice({{0}}, {first}, case when {last} < {first} then 0 else {last} - {first} + 1 end)"
+    nulls = [f"{{{i}}} is null" for i, given in ((1, lower), (2, upper)) if given]
+    return f"case when {' or '.join(nulls)} then null else {sliced} end" if nulls else sliced
+
+
 _CHAR_LENGTHS = ("length", "char_length", "character_length")
 _LIKE_OPERATORS = ("~~", "!~~", "~~*", "!~~*")
 
@@ -453,6 +518,18 @@ def _not_ordinal(e: exp.Expression) -> exp.Expression:
     if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
         return exp.Cast(this=e, to=exp.DataType.build("DECIMAL(38, 0)"))
     return e
+
+
+def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:
+    """A sort key in PostgreSQL's order: an array's NULL elements after every value (array_cmp;
+    Spark's own order puts them first), as the array comparison operators have it."""
+    if not t.is_array:
+        return e
+    var = exp.to_identifier("sw_o")
+    element = exp.column(var)
+    pair = exp.Anonymous(this="named_struct", expressions=[
+        exp.Literal.string("n"), exp.Is(this=element.copy(), expression=exp.Null()), exp.Literal.string("v"), element])
+    return exp.Anonymous(this="transform", expressions=[e, exp.Lambda(this=pair, expressions=[var])])
 
 
 def _rounded_for(source: SqlType, target: SqlType) -> str | None:
@@ -505,6 +582,13 @@ def _decimal_type(d: Decimal) -> str:
     scale = max(0, -exponent)
     precision = max(len(digits) + max(0, exponent), scale + 1)  # 1e3 is 1000: four digits
     return f"DECIMAL({min(precision, 38)},{min(scale, 38)})"
+
+
+def _no_subquery_in_lambda(name: str, template: str, args: tuple[p.Expr, ...]) -> None:
+    """Spark refuses a subquery inside a higher-order function (exists, forall, transform)
+    and its arguments: such a call of `name` is not covered here yet."""
+    if "->" in template and any(p.contains(a, p.Subquery) for a in args):
+        raise p.NotYet(f"{name} of a subquery's value is not covered by this front end yet")
 
 
 def _check_template(name: str, template: str, nargs: int) -> None:
