@@ -92,6 +92,18 @@ def _field_types() -> dict[tuple[str, str], str]:
 _FIELD_TYPES = _field_types()
 
 
+def position(n: dict) -> int | None:
+    """A parse node's 1-based position in the text, as an error reports it (None: unknown)."""
+    loc = n.get("location", -1)
+    return loc + 1 if loc is not None and loc >= 0 else None
+
+
+def position_of(node: Node) -> int | None:
+    """The position of a node given as {kind: fields}."""
+    inner = next(iter(node.values())) if isinstance(node, dict) and len(node) == 1 else node
+    return position(inner) if isinstance(inner, dict) else None
+
+
 def names(items: list[Node] | None) -> list[str]:
     """A qualified name list (`[{"String": {"sval": "pg_catalog"}}, ...]`) as strings."""
     return [i["String"]["sval"] for i in items or () if "String" in i]

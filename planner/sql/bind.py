@@ -19,6 +19,8 @@ from planner import functions, operators, typeof
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, WRONG_OBJECT_TYPE, SqlError
 from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
+from planner.pg_parse import position as _pos
+from planner.pg_parse import position_of as _location
 from planner.sql import coerce
 from planner.sql import plan as p
 from planner.sql.bind_arrays import ArrayBinding
@@ -765,16 +767,6 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-def _pos(n: dict) -> int | None:
-    loc = n.get("location", -1)
-    return loc + 1 if loc is not None and loc >= 0 else None
-
-
-def _location(node: Node) -> int | None:
-    inner = next(iter(node.values())) if isinstance(node, dict) and len(node) == 1 else node
-    return _pos(inner) if isinstance(inner, dict) else None
-
 
 def _item_scope(name: str, cols: Sequence[p.Column], colnames: list[Node] | None) -> Scope:
     aliases = names(colnames)

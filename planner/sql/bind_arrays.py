@@ -13,6 +13,8 @@ from typing import Any
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node, node_type
+from planner.pg_parse import position as _pos
+from planner.pg_parse import position_of as _location
 from planner.sql import coerce
 from planner.sql import plan as p
 from planner.types import SqlType
@@ -112,13 +114,3 @@ class ArrayBinding:
 
 def _multidimensional(where: int | None) -> SqlError:
     return SqlError(FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported", position=where)
-
-
-def _pos(n: dict) -> int | None:
-    loc = n.get("location", -1)
-    return loc + 1 if loc is not None and loc >= 0 else None
-
-
-def _location(node: Node) -> int | None:
-    inner = next(iter(node.values())) if isinstance(node, dict) and len(node) == 1 else node
-    return _pos(inner) if isinstance(inner, dict) else None
