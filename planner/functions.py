@@ -349,7 +349,7 @@ FUNCTIONS: tuple[Function, ...] = (
     S(3815, "pg_collation_is_visible", "oid", "boolean", "true"),
     S(2168, "pg_database_size", "name", "bigint", "cast(0 as bigint)"),
     S(2324, "pg_database_size", "oid", "bigint", "cast(0 as bigint)"),
-    S(1597, "pg_encoding_to_char", "integer", "name", "case when {0} is null then cast(null as string) else 'utf8' end"),
+    S(1597, "pg_encoding_to_char", "integer", "name", "case when {0} is null then cast(null as string) else 'UTF8' end"),
     S(2081, "pg_function_is_visible", "oid", "boolean", "true"),
     S(1387, "pg_get_constraintdef", "oid", "text", "rewrite"),
     S(2508, "pg_get_constraintdef", "oid, boolean", "text", "rewrite"),
