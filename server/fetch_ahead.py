@@ -48,9 +48,13 @@ class FetchAhead:
         self.names = names
         self.types = types
         self._pieces: collections.deque[_Piece] = collections.deque()
-        self.rows = 0  # rows held
         self._formats: tuple[int, ...] | None = None
         self._task: asyncio.Task | None = None
+
+    @property
+    def rows(self) -> int:
+        """Rows held (a few pieces: counted when asked rather than kept in step)."""
+        return sum(piece.table.num_rows for piece in self._pieces)
 
     async def fetch(self, count: int | None, timeout: float | None,
                     wait_for_rows: Callable[[Subscription, float | None], Awaitable[None]]) -> Rows:
@@ -62,7 +66,7 @@ class FetchAhead:
             raise sub.error
         held = self.rows
         pieces = self._take(count)
-        sub.count_sent(held - self.rows)
+        sub.count_sent(held - self.rows)  # the rest came from the buffer, counted there
         tables = [p.table for p in pieces]
         if not tables:
             return Rows("FETCH 0", self.names, self.types, subscribe_output.no_rows(len(self.names)))
@@ -115,7 +119,6 @@ class FetchAhead:
             for lo in range(0, table.num_rows, PIECE_ROWS):
                 piece = table.slice(lo, PIECE_ROWS)
                 self._pieces.append(_Piece(piece))
-                self.rows += piece.num_rows
 
     def _take(self, limit: int | None) -> list[_Piece]:
         """Up to `limit` rows (None: all): those held first, then the subscription's."""
@@ -130,7 +133,6 @@ class FetchAhead:
                 piece = _Piece(piece.table.slice(0, want))
                 n = want
             out.append(piece)
-            self.rows -= n
             want -= n
         if limit is None:
             out.extend(_Piece(t) for t in self.sub.take(None))
@@ -141,4 +143,3 @@ class FetchAhead:
     def close(self) -> None:
         self.stop()
         self._pieces.clear()
-        self.rows = 0
