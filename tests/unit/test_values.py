@@ -886,6 +886,22 @@ def test_encode_rows_splits_large_output(monkeypatch: pytest.MonkeyPatch) -> Non
     assert encode_rows(cols) == reference_rows(cols)
 
 
+@pytest.mark.parametrize("nrows", [256, 3000])
+def test_encode_rows_with_columns_of_one_width(nrows: int) -> None:
+    """Columns whose values all have one width (a SUBSCRIBE's mz_timestamp and mz_diff, binary
+    numbers, all-empty strings) are laid side by side with the headers rather than joined:
+    the same bytes, whether such columns come first, last, together or between others."""
+    rng = np.random.default_rng(nrows)
+    varied = random_columns(rng, nrows, 2)
+    stamp = [b"1733456789012"] * nrows
+    eight = [rng.bytes(8) for _ in range(nrows)]
+    empty = [b""] * nrows
+    for cols in ([stamp, [b"1"] * nrows, *varied], [*varied, eight, stamp], [stamp, eight],
+                 [varied[0], empty, eight, varied[1], empty], [empty, empty]):
+        assert encode_rows(cols) == reference_rows(cols)
+        assert encode_rows([pa.array(c, pa.binary()) for c in cols]) == reference_rows(cols)
+
+
 def test_encode_rows_edge_cases() -> None:
     assert encode_rows([], nrows=2) == b"D\x00\x00\x00\x06\x00\x00" * 2
     assert encode_rows([]) == b""
