@@ -387,11 +387,13 @@ class Subscription:
             metrics.BATCH_SECONDS.observe(max(0.0, seconds), strategy=self.strategy.name)
 
     # -- what strategies use (server.subscribe_strategy.Host) -------------------------------
-    async def spark(self, fn: Callable, *args):
-        """`fn(spark, *args)` in the engine, as one of this dataflow's jobs."""
+    async def spark(self, fn: Callable, *args, grouped: bool = True):
+        """`fn(spark, *args)` in the engine, as one of this dataflow's jobs (`grouped`: the
+        jobs it starts are in the dataflow's group, which close() cancels; a call that starts
+        none need not be)."""
         self._in_spark += 1
         try:
-            return await self.coord.engine.run(fn, *args, group=self._group)
+            return await self.coord.engine.run(fn, *args, group=self._group if grouped else None)
         finally:
             self._in_spark -= 1
 

@@ -84,8 +84,13 @@ class LinearStrategy(IncrementalStrategy):
             if not host.wanted(ts):
                 return
             chunks = self._stream_tables(stream, repeated, ts)
+            # The first read starts the Spark thread that serves the rows, whose jobs carry the
+            # dataflow's job group from then on; later reads only drain its socket, and skip
+            # the two Py4J calls a job group costs per read.
+            grouped = True
             while True:
-                table = await host.spark(_next, chunks)
+                table = await host.spark(_next, chunks, grouped=grouped)
+                grouped = False
                 if table is None:
                     break
                 await host.put(table)
@@ -155,13 +160,16 @@ class LinearStrategy(IncrementalStrategy):
 
 
 def _repeated_hashes(spark, stream: microbatch.SnapshotStream) -> pa.Array | None:
-    """The hashes that occur more than once in the stream's first pass (None: none do)."""
-    parts = [batch.column(0).to_numpy(zero_copy_only=False) for batch in stream.hashes]
-    stream.counted(sum(len(part) for part in parts))
-    if not parts:
-        return None
-    found = spilling.repeated_values(np.concatenate(parts))
-    return pa.array(found, pa.int32()) if found.size else None
+    """The hashes that occur more than once in the stream's first pass (None: none do), from
+    the first of its hash choices whose repeated rows are few enough to net out in Python."""
+    for index in range(len(stream.choices)):
+        parts = [batch.column(0).to_numpy(zero_copy_only=False) for batch in stream.hashes(index)]
+        rows = sum(len(part) for part in parts)
+        found, sharing = spilling.repeats(np.concatenate(parts)) if parts else (np.zeros(0, np.int32), 0)
+        if index == len(stream.choices) - 1 or sharing <= spilling.tolerable_repeats(rows):
+            stream.choose(index, rows)
+            return pa.array(found, pa.int32()) if found.size else None
+    raise AssertionError("unreachable: the last choice is always taken")
 
 
 def _next(spark, chunks: Iterator[pa.Table]) -> pa.Table | None:

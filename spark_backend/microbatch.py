@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from planner.dataflow import DELTA_DIFF, DELTA_TS
@@ -219,31 +220,79 @@ def spill_delta(spark: SparkSession, store: Store, inputs: list[Input], source: 
 
 
 # Rows a snapshot's second pass serves per Spark job: enough that the job's fixed cost is
-# small beside its rows, few enough that the first rows go out soon (1e7 rows: the scan's 16
-# pieces stay 16; 1e6 rows: 2 jobs instead of 16).
-ROWS_PER_JOB = 500_000
+# small beside its rows, few enough that the first rows go out soon: the first job's rows are
+# all computed before any is sent (1e7 rows: the scan's 16 pieces stay 16; 1e6 rows: 4 jobs
+# instead of 16; at 500,000 rows a job the first of 1e6 rows went out 0.2-0.3 s later).
+ROWS_PER_JOB = 250_000
 
 
 @dataclass
 class SnapshotStream:
     """A snapshot's result served in two passes: the 32-bit hash of every row (to find the
     rows that may repeat, which must be netted out), then the rows themselves (c0..c{n-1},
-    DIFF and HASH), both batch by batch as they are read."""
+    DIFF and HASH), both batch by batch as they are read.
 
-    hashes: BatchStream
-    rows: BatchStream
+    Equal rows have equal hashes over any of their columns, so the hash may cover only the
+    narrow ones (numbers, dates, times), which Spark reads without decoding the strings: a
+    table with an integer id pays about half a full pass. `choices` holds that choice first
+    and every column after it, for when the narrow columns repeat too often; the reader
+    takes the hashes of one choice after another (`hashes`) and keeps one (`choose`). Each
+    pass is planned only when asked for (about 0.1 s a plan): `df` was analyzed while the
+    inputs' views existed and needs them no more."""
+
+    df: DataFrame  # c0..c{n-1}, DELTA_TS, DELTA_DIFF
+    choices: list[list[str]]
     width: int
     parallel: int = 1  # the cores Spark has
+    rows: BatchStream | None = None
+    _opened: list[BatchStream] = field(default_factory=list)
 
-    def counted(self, rows: int) -> None:
-        """The first pass read `rows` hashes: serve the rows in pieces of about ROWS_PER_JOB
-        (at least one per core) rather than one job per piece of the scan, which a small
-        snapshot pays 35-45 ms a job for."""
+    def _hash(self, index: int) -> Column:
+        # A 32-bit hash: the first pass holds one per row (4 bytes), and a collision only
+        # means two distinct rows are netted out in Python rather than passed through.
+        columns = self.choices[index]
+        return (F.hash(*[F.col(n) for n in columns]) if columns else F.lit(0)).alias(spill.HASH)
+
+    def _open(self, df: DataFrame) -> BatchStream:
+        stream = BatchStream(df.sparkSession, df)
+        self._opened.append(stream)
+        return stream
+
+    def hashes(self, index: int) -> BatchStream:
+        """The hashes of choice `index`. They are all read before the first row goes out, so
+        their pass gains nothing from the scan's small pieces: one partition per core is a
+        job per core, not one per piece (each job costs 35-45 ms; 16 of them were most of a
+        1e6-row snapshot's extra time over a SELECT)."""
+        return self._open(self.df.select(self._hash(index)).coalesce(self.parallel))
+
+    def choose(self, index: int, rows: int) -> None:
+        """Serve the rows with the hash of choice `index`, whose pass read `rows` hashes, in
+        pieces of about ROWS_PER_JOB (at least one per core) rather than one job per piece of
+        the scan, which a small snapshot pays 35-45 ms a job for."""
+        names = spill.data_columns(self.width)
+        self.rows = self._open(self.df.select(*names, DELTA_DIFF, self._hash(index)))
         self.rows.coalesce(max(self.parallel, -(-rows // ROWS_PER_JOB)))
 
     def close(self) -> None:
-        self.hashes.close()
-        self.rows.close()
+        for stream in self._opened:
+            stream.close()
+
+
+# Spark types whose values Parquet stores at a fixed width: hashing only these skips decoding
+# the rest. Integers, dates and times first (ids, keys, event times: they tell rows apart most
+# often), else floats and decimals; a boolean repeats too much to be worth a pass of its own.
+_NARROW = ((T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DateType, T.TimestampType,
+            T.TimestampNTZType),
+           (T.FloatType, T.DoubleType, T.DecimalType))
+
+
+def _hash_choices(names: list[str], fields: list[T.StructField]) -> list[list[str]]:
+    """The columns each hash pass covers, cheapest first, all of them last."""
+    for kinds in _NARROW:
+        narrow = [n for n, f in zip(names, fields) if isinstance(f.dataType, kinds)]
+        if narrow:
+            return [narrow, names] if len(narrow) < len(names) else [names]
+    return [names]
 
 
 def stream_delta(spark: SparkSession, store: Store, inputs: list[Input], source: Snapshot,
@@ -258,21 +307,8 @@ def stream_delta(spark: SparkSession, store: Store, inputs: list[Input], source:
         width = len(df.columns) - 2
         names = spill.data_columns(width)
         df = df.toDF(*names, DELTA_TS, DELTA_DIFF)
-        # A 32-bit hash: the first pass holds one per row (4 bytes), and a collision only
-        # means two distinct rows are netted out in Python rather than passed through.
-        hashed = (F.hash(*[F.col(n) for n in names]) if names else F.lit(0)).alias(spill.HASH)
-        # The hashes are all read before the first row goes out, so their pass gains nothing
-        # from the scan's small pieces: one partition per core is a job per core, not one
-        # per piece (each job costs 35-45 ms; 16 of them were most of a 1e6-row snapshot's
-        # extra time over a SELECT).
-        parallel = max(1, spark.sparkContext.defaultParallelism)
-        hashes = BatchStream(spark, df.select(hashed).coalesce(parallel))
-        try:
-            rows = BatchStream(spark, df.select(*names, DELTA_DIFF, hashed))
-        except BaseException:
-            hashes.close()
-            raise
-        return SnapshotStream(hashes, rows, width, parallel)
+        choices = _hash_choices(names, df.schema.fields[:width])
+        return SnapshotStream(df, choices, width, max(1, spark.sparkContext.defaultParallelism))
     finally:
         _drop(spark, registered)
 

@@ -160,8 +160,23 @@ def net_out(tables: Iterable[pa.Table], repeated: pa.Array | None, names: list[s
 
 def repeated_values(hashes: np.ndarray) -> np.ndarray:
     """The values that occur more than once in `hashes` (sorted in place)."""
+    return repeats(hashes)[0]
+
+
+def repeats(hashes: np.ndarray) -> tuple[np.ndarray, int]:
+    """The values that occur more than once in `hashes` (sorted in place), and how many of
+    its entries hold one of them."""
     hashes.sort()
-    return np.unique(hashes[1:][hashes[1:] == hashes[:-1]])
+    same = hashes[1:] == hashes[:-1]
+    found = np.unique(hashes[1:][same])
+    return found, int(np.count_nonzero(same)) + found.size
+
+
+def tolerable_repeats(rows: int) -> int:
+    """How many of `rows` rows may share a 32-bit hash before netting them out in Python
+    costs more than another pass: what distinct rows collide by chance (about rows² / 2³²)
+    and a chunk's worth besides."""
+    return CHUNK_ROWS + rows * rows // (1 << 32)
 
 
 def _hold(table: pa.Table, held: dict[tuple, list]) -> None:

@@ -9,6 +9,7 @@ import decimal
 import math
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -73,6 +74,16 @@ def test_many_buckets_find_the_same_duplicates(tmp_path, monkeypatch):
     rows = [(i, float(i), 1) for i in range(10)] + [(3, 3.0, 1)]
     got = _read(_spill(tmp_path, rows, [*range(100, 110), 103]))
     assert got[(3, 3.0)] == 2 and len(got) == 10
+
+
+def test_repeats_count_every_row_sharing_a_hash():
+    hashes = np.array([5, 3, 9, 3, 5, 3, 7], np.int32)
+    found, sharing = spill.repeats(hashes)
+    assert found.tolist() == [3, 5] and sharing == 5
+    assert spill.repeats(np.array([1, 2, 3], np.int32))[1] == 0
+    # Chance collisions of distinct rows are tolerated: about rows² / 2³² of them.
+    assert spill.tolerable_repeats(0) == spill.CHUNK_ROWS
+    assert spill.tolerable_repeats(10_000_000) == spill.CHUNK_ROWS + 23_283
 
 
 def test_chunks_are_bounded_in_bytes(tmp_path, monkeypatch):
