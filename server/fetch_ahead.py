@@ -56,6 +56,11 @@ class FetchAhead:
         """Rows held (a few pieces: counted when asked rather than kept in step)."""
         return sum(piece.table.num_rows for piece in self._pieces)
 
+    def _report(self) -> None:
+        """What is held, to the subscription's gauges of unread output."""
+        size = sum(piece.table.nbytes + len(piece.data or b"") for piece in self._pieces)
+        self.sub.out.held(self.rows, size)
+
     async def fetch(self, count: int | None, timeout: float | None,
                     wait_for_rows: Callable[[Subscription, float | None], Awaitable[None]]) -> Rows:
         """FETCH `count` (None: ALL): as soon as any row is ready, up to `count` rows."""
@@ -87,6 +92,7 @@ class FetchAhead:
             for piece in self._pieces:
                 piece.data = None
             self._formats = formats
+            self._report()
         self._task = asyncio.get_running_loop().create_task(self._run(count, formats))
 
     def stop(self) -> None:
@@ -103,6 +109,7 @@ class FetchAhead:
             for piece in self._pieces:
                 if piece.data is None:
                     piece.data = encode_table(piece.table, self.types, formats)
+                    self._report()
                     await asyncio.sleep(0)
             if self.rows >= count:
                 return
@@ -119,6 +126,7 @@ class FetchAhead:
             for lo in range(0, table.num_rows, PIECE_ROWS):
                 piece = table.slice(lo, PIECE_ROWS)
                 self._pieces.append(_Piece(piece))
+        self._report()
 
     def _take(self, limit: int | None) -> list[_Piece]:
         """Up to `limit` rows (None: all): those held first, then the subscription's."""
@@ -134,6 +142,7 @@ class FetchAhead:
                 n = want
             out.append(piece)
             want -= n
+        self._report()
         if limit is None:
             out.extend(_Piece(t) for t in self.sub.take(None))
         elif want > 0:
@@ -143,3 +152,4 @@ class FetchAhead:
     def close(self) -> None:
         self.stop()
         self._pieces.clear()
+        self._report()

@@ -151,9 +151,9 @@ ROWS_SENT = REGISTRY.counter("sparkwire_subscribe_rows_total", "Rows emitted by 
 # Label `subscription` is the id mz_internal.mz_subscriptions shows (s<n>); a series goes
 # away with its subscription.
 SUBSCRIBE_BUFFERED_BYTES = REGISTRY.gauge("sparkwire_subscribe_buffered_bytes",
-                                          "Output a SUBSCRIBE's client has not read yet, in bytes.")
+                                          "Output a SUBSCRIBE's client has not read yet (buffered, or held ahead by its cursor), in bytes.")
 SUBSCRIBE_BUFFERED_ROWS = REGISTRY.gauge("sparkwire_subscribe_buffered_rows",
-                                         "Output rows a SUBSCRIBE's client has not read yet.")
+                                         "Output rows a SUBSCRIBE's client has not read yet (buffered, or held ahead by its cursor).")
 FETCH_ROWS_AHEAD = REGISTRY.counter(
     "sparkwire_fetch_rows_encoded_ahead_total",
     "Rows of a FETCH on a SUBSCRIBE cursor sent as encoded ahead, while the client read the previous FETCH.")

@@ -33,7 +33,13 @@ class OutputBuffer:
         self._tables: collections.deque[pa.Table] = collections.deque()
         self.bytes = 0
         self.rows = 0
+        # Output taken from here but not yet sent: a cursor's rows held ahead of its next
+        # FETCH (server/fetch_ahead). Not under the budget, but unread all the same, so the
+        # gauges count it.
+        self.held_bytes = 0
+        self.held_rows = 0
         self.closed = False
+        self._discarded = False
         self._readable = asyncio.Event()  # rows to take, or closed
         self._room = asyncio.Event()  # under budget, or closed
         self._room.set()
@@ -123,11 +129,19 @@ class OutputBuffer:
     def discard(self) -> None:
         """Drop what is buffered (the subscription is gone) and its gauges."""
         self.close()
+        self._discarded = True
         self._tables.clear()
-        self.bytes = self.rows = 0
+        self.bytes = self.rows = self.held_bytes = self.held_rows = 0
         metrics.SUBSCRIBE_BUFFERED_BYTES.remove(subscription=self.label)
         metrics.SUBSCRIBE_BUFFERED_ROWS.remove(subscription=self.label)
 
+    def held(self, rows: int, size: int) -> None:
+        """The client's reader holds `rows` rows of `size` bytes it took, not yet sent."""
+        if self._discarded:
+            return  # the subscription is gone, and its gauges with it
+        self.held_rows, self.held_bytes = rows, size
+        self._gauges()
+
     def _gauges(self) -> None:
-        metrics.SUBSCRIBE_BUFFERED_BYTES.set(self.bytes, subscription=self.label)
-        metrics.SUBSCRIBE_BUFFERED_ROWS.set(self.rows, subscription=self.label)
+        metrics.SUBSCRIBE_BUFFERED_BYTES.set(self.bytes + self.held_bytes, subscription=self.label)
+        metrics.SUBSCRIBE_BUFFERED_ROWS.set(self.rows + self.held_rows, subscription=self.label)

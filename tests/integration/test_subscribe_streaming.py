@@ -297,6 +297,37 @@ def test_buffer_gauges_go_away_with_their_subscription(small):
     c.close()
 
 
+def test_buffer_gauges_count_rows_a_cursor_holds_ahead(small):
+    """After a FETCH n, the cursor takes the next n rows from its subscription's buffer and
+    holds them, encoded, for the next FETCH: unread all the same, so the gauges count them."""
+    t = fresh("held")
+    n = 3000
+    with connect(small) as c:
+        c.execute(f"CREATE TABLE {t} (k int)")
+        c.execute(f"INSERT INTO {t} SELECT g FROM generate_series(1, {n}) AS g")
+    def rows_of() -> dict[str, float]:
+        return metric_by(small.metrics(), "sparkwire_subscribe_buffered_rows", "subscription")
+
+    before = set(rows_of())
+    c = connect(small)
+    c.execute("BEGIN")
+    c.execute(f"DECLARE c CURSOR FOR SUBSCRIBE {t}")
+    wait_until(lambda: set(rows_of()) - before, 30, message="the subscription's gauges")
+    [label] = set(rows_of()) - before
+    wait_until(lambda: rows_of().get(label) == n, 30, message="the whole snapshot buffered")
+    seen = 0
+    for left in (n - 1000, n - 2000):
+        seen += len(c.execute("FETCH 1000 c").fetchall())
+        wait_until(lambda left=left: rows_of().get(label) == left, 10, message=f"{left} rows unread")
+        time.sleep(0.5)  # the next 1000 are taken from the buffer and held by now
+        assert rows_of().get(label) == left
+    seen += len(c.execute("FETCH ALL c").fetchall())
+    assert seen == n
+    wait_until(lambda: rows_of().get(label) == 0, 10, message="nothing unread")
+    c.execute("COMMIT")
+    c.close()
+
+
 def test_many_subscribers_of_a_large_snapshot_at_once(small):
     """Four clients read a snapshot together; each gets it whole, none waits for the others."""
     t = fresh("many")
