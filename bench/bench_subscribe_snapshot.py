@@ -12,12 +12,13 @@ For each size, in one run: rows/s of
 - PostgreSQL 15: the same SELECT, and COPY (SELECT ...) TO STDOUT read raw;
 
 and the peak resident memory of the sparkwire server process (and, apart, of its Spark JVM)
-above what it held before each measurement. The sparkwire measurements run twice (`--rounds`),
-after the load's compactions have finished: the first round includes the JVM compiling each
-new query's code (1-3 CPU-seconds of its C2 compiler per query shape), the second is the
-steady state. Goals: the SUBSCRIBE within 1.5x of
-sparkwire's own SELECT, and server RSS growth under 300 MB for the 1e7-row snapshot.
-Figures only; nothing is asserted.
+above what it held before each measurement. The sparkwire measurements run five times
+(`--rounds`), after the load's compactions have finished: the first round includes the JVM
+compiling each new query's code (1-3 CPU-seconds of its C2 compiler per query shape), the
+others are the steady state, and one round's ratio moves by a third between rounds. Goals:
+the SUBSCRIBE within 1.5x of sparkwire's own SELECT (the median of the rounds' ratios; the
+worst round is printed beside it), and server RSS growth under 300 MB for the 1e7-row
+snapshot. Figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from typing import Self
 
 import psycopg
-from common import PostgresServer, ServerProcess, machine_note
+from common import PostgresServer, ServerProcess, machine_note, median
 
 TABLE = "CREATE TABLE big (id bigint, name text, price double precision)"
 LOAD = "INSERT INTO big SELECT g, 'name-' || g, g * 1.5 FROM generate_series({lo}, {hi}) AS g"
@@ -180,6 +181,8 @@ def measure(sw: ServerProcess, pg: PostgresServer, rows: int, rounds: int) -> li
         print(lines[-1], flush=True)
 
     pid = sw.proc.pid
+    fetch_ratios: list[float] = []
+    copy_ratios: list[float] = []
     run("postgresql SELECT", None, select_rows, pg.dsn)
     run("postgresql COPY (SELECT)", None, copy_bytes, pg.dsn, f"COPY ({QUERY}) TO STDOUT")
     for n in range(1, rounds + 1):
@@ -195,13 +198,21 @@ def measure(sw: ServerProcess, pg: PostgresServer, rows: int, rounds: int) -> li
                      f" COPY (SUBSCRIBE) / postgresql COPY: "
                      f"{figures['sparkwire COPY (SUBSCRIBE)'] / figures['postgresql COPY (SELECT)']:.2f}x  (goal <= 1.5x)")
         print(lines[-1], flush=True)
+        fetch_ratios.append(figures['sparkwire SUBSCRIBE (FETCH)'] / figures['sparkwire SELECT'])
+        copy_ratios.append(figures['sparkwire COPY (SUBSCRIBE)'] / figures['sparkwire COPY (SELECT)'])
+    # One round's ratio moves by a third with the JVM's compiler and collector; the median of
+    # the rounds is the figure the goal is read from, the worst round beside it.
+    lines.append(f"median of {rounds} rounds: SUBSCRIBE (FETCH) / SELECT {median(fetch_ratios):.2f}x "
+                 f"(worst {max(fetch_ratios):.2f}x); COPY (SUBSCRIBE) / COPY (SELECT) "
+                 f"{median(copy_ratios):.2f}x (worst {max(copy_ratios):.2f}x)  (goal <= 1.5x)")
+    print(lines[-1], flush=True)
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    parser.add_argument("--rounds", type=int, default=2, help="times each sparkwire measurement runs")
+    parser.add_argument("--rounds", type=int, default=5, help="times each sparkwire measurement runs")
     args = parser.parse_args()
     print(machine_note("bench_subscribe_snapshot"), flush=True)
     pg = PostgresServer().start()
