@@ -339,7 +339,7 @@ class _Generator:
             case p.Call(func=f, args=args) if f.name == "array_to_string" and args[0].type.base.name != "text":
                 return self._array_to_string(args, cols)
             case p.Call(func=f, args=args):
-                if f.variadic and '"any"' in f.args:
+                if f.name in ("concat", "concat_ws"):
                     return self._concat(f.name, args, cols)
                 if f.name in ("pow", "power") and f.result == "double precision":
                     # PostgreSQL's dpow (its errors, pow(1, NaN) = 1), as float8's ^ writes it
