@@ -255,7 +255,7 @@ def _output_casts_folded(node: exp.Expression) -> exp.Expression:
     picked = []
     for e in node.expressions:
         cast = e.this if isinstance(e, exp.Alias) else e
-        column = cast.this if isinstance(cast, exp.Cast) else None
+        column = cast.this if isinstance(cast, exp.Cast) else cast  # an unconstrained numeric is not cast
         if not isinstance(column, exp.Column) or column.table != inner.alias_or_name or column.name not in outputs:
             return node
         picked.append(exp.alias_(outputs[column.name].this.copy(), e.alias_or_name))

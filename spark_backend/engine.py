@@ -44,6 +44,12 @@ _SPARK_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.ansi.enabled": "true",
+    # A decimal result whose precision would pass 38 keeps its scale and errs (22003) if the
+    # value then does not fit, as PostgreSQL's exact numeric would rather than lose digits:
+    # Spark's default rounds the scale down instead (an unconstrained numeric is held as
+    # decimal(38,10), so 1.0000000001 + 1 came back as 2 and 4.31 * 16397.038491 as
+    # 70671.235896).
+    "spark.sql.decimalOperations.allowPrecisionLoss": "false",
     "spark.sql.timeType.enabled": "true",
     "spark.sql.caseSensitive": "false",
     "spark.sql.adaptive.enabled": "true",

@@ -24,7 +24,7 @@ from planner.functions import Kind
 from planner.sql import numeric_scale
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
-from planner.types import SqlType
+from planner.types import BY_NAME, SqlType
 
 # Get.name → the Spark table or view that holds the relation's rows now.
 TableName = Callable[[str], str]
@@ -54,11 +54,21 @@ def _cast_outputs(query: exp.Query, types: list[SqlType]) -> exp.Query:
     if isinstance(query, exp.Select):
         # In the outermost SELECT itself: wrapping it would put its ORDER BY in a subquery.
         for item, t in zip(query.expressions, types, strict=True):
-            item.set("this", exp.Cast(this=item.this, to=exp.DataType.build(t.spark, dialect="spark")))
+            item.set("this", _output_cast(item.this, t))
         return query
     alias = "t_out"
-    return exp.select(*(_as(exp.Cast(this=exp.column(f"c{i}", alias), to=exp.DataType.build(t.spark, dialect="spark")), i)
+    return exp.select(*(_as(_output_cast(exp.column(f"c{i}", alias), t), i)
                         for i, t in enumerate(types))).from_(query.subquery(alias))
+
+
+def _output_cast(e: exp.Expression, t: SqlType) -> exp.Expression:
+    """An output column as its type's Spark type; an unconstrained numeric whose scale the
+    values decide keeps the scale Spark computed it with (v * v of two DECIMAL(38, 10)
+    values is DECIMAL(38, 20): cast back to 10 digits it would lose the last ten)."""
+    if t.base.name == "numeric" and not t.is_array and t.typmod < 0 and t.display_scale is None \
+            and not t.per_value_scale:
+        return e
+    return exp.Cast(this=e, to=exp.DataType.build(t.spark, dialect="spark"))
 
 
 class _Generator:
@@ -355,6 +365,12 @@ class _Generator:
                 _check_template(op.name, op.spark, len(args))
                 _no_subquery_in_lambda(op.name, op.spark, args)
                 operands = [self.scalar(a, cols) for a in args]
+                if op.name == "/" and op.result == "numeric" and _integer_as_numeric(args[0]):
+                    # Spark gives a quotient max(6, dividend's scale + divisor's precision + 1)
+                    # digits after the point: an integer dividend at scale 10, not 0, keeps
+                    # (1/3.0)::float4 at PostgreSQL's 0.33333334 rather than 0.333333
+                    operands[0] = exp.Cast(this=self.scalar(args[0].arg, cols),
+                                           to=exp.DataType.build(_UNCONSTRAINED.spark))
                 pattern = args[1] if len(args) == 2 and isinstance(args[1], p.Call) else None  # ~ x is bitwise not
                 if op.name in _LIKE_OPERATORS and pattern is not None and pattern.func.name == "like_escape":
                     # x LIKE p ESCAPE e: the pattern as Spark's LIKE reads it (pg_strings.like_escape)
@@ -408,6 +424,15 @@ class _Generator:
                     and not t.is_array:
                 # An explicit cast to varchar(n) cuts the value to n characters, as PostgreSQL's does
                 return pg_functions.varchar_cut(self.scalar(arg, cols), t.max_length)
+            case p.Cast(arg=arg, type=t) if arg.type.base.name in _INTEGERS and t == _UNCONSTRAINED \
+                    and not arg.type.is_array:
+                # An integer as a numeric has no fraction, and a constant no more digits than it
+                # shows: as DECIMAL(38, 10) it would leave Spark's exact arithmetic 28 integer
+                # digits for a sum, 18 for a product with another numeric, 23 for a quotient
+                width = _INTEGER_DECIMALS[arg.type.base.name]
+                if isinstance(arg, p.Literal) and isinstance(arg.value, int):
+                    width = _decimal_type(Decimal(arg.value))
+                return exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build(width))
             case p.Cast(arg=arg, type=t):
                 value = self.scalar(arg, cols)
                 rounded = _rounded_for(arg.type, t)
@@ -505,11 +530,18 @@ _LIKE_OPERATORS = ("~~", "!~~", "~~*", "!~~*")
 
 _DOUBLE_ONLY_AGGREGATES = frozenset({"var_pop", "var_samp", "variance", "stddev", "stddev_pop", "stddev_samp"})
 _INTEGERS = ("smallint", "integer", "bigint")
+_INTEGER_DECIMALS = {"smallint": "DECIMAL(5, 0)", "integer": "DECIMAL(10, 0)", "bigint": "DECIMAL(20, 0)"}
+_UNCONSTRAINED = SqlType(BY_NAME["numeric"])
 _FLOATS = ("real", "double precision")
 
 
 # Window functions whose argument at this position Spark takes only as a constant.
 _WINDOW_CONSTANTS = {"lag": 1, "lead": 1, "nth_value": 1, "ntile": 0}
+
+
+def _integer_as_numeric(e: p.Expr) -> bool:
+    return isinstance(e, p.Cast) and e.arg.type.base.name in _INTEGERS and not e.arg.type.is_array \
+        and e.type == _UNCONSTRAINED
 
 
 def _not_ordinal(e: exp.Expression) -> exp.Expression:
@@ -565,6 +597,10 @@ def _literal(value, t: SqlType) -> exp.Expression:
         return exp.Literal.number(value)  # Spark's own type for it: INT
     if isinstance(value, Decimal) and value.is_finite():
         return exp.Cast(this=exp.Literal.string(f"{value:f}"), to=exp.DataType.build(_decimal_type(value)))
+    if isinstance(value, Decimal) and t.base.name == "numeric":
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"numeric {value} is not supported",
+                       detail="sparkwire computes numerics as Spark decimals, which have no NaN or infinity; "
+                              "double precision has both.")
     return params.literal(value, t)
 
 
