@@ -81,7 +81,11 @@ COLUMN_TYPES = frozenset(
     n for n in BY_NAME if n not in ("oid", "name", "char", "json")
 ) | {"json"}
 
-NUMERIC_MAX_PRECISION = 38
+NUMERIC_MAX_PRECISION = 1000  # PostgreSQL's
+# Spark's decimals hold at most 38 digits: a numeric(p, s) with p over that is stored and
+# computed as DECIMAL(38, s), and a value needing more digits is refused (22003) rather
+# than rounded.
+STORED_MAX_PRECISION = 38
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,12 @@ class SqlType:
         return raw >> 16, raw & 0xFFFF
 
     @property
+    def stored_precision_scale(self) -> tuple[int, int] | None:
+        """The (precision, scale) a declared numeric is stored and computed with."""
+        ps = self.precision_scale
+        return (min(ps[0], STORED_MAX_PRECISION), ps[1]) if ps is not None else None
+
+    @property
     def fixed_scale(self) -> int | None:
         """The digits after the point every value of a numeric prints with, if fixed."""
         ps = self.precision_scale
@@ -127,7 +137,7 @@ class SqlType:
 
     @property
     def spark(self) -> str:
-        ps = self.precision_scale
+        ps = self.stored_precision_scale
         if ps:
             inner = f"DECIMAL({ps[0]},{ps[1]})"
         elif self.per_value_scale:
@@ -206,6 +216,10 @@ def _numeric_typmod(modifiers: tuple[int, ...]) -> int:
         )
     if not 0 <= scale <= precision:
         raise SqlError("22023", f"NUMERIC scale {scale} must be between 0 and precision {precision}")
+    if scale > STORED_MAX_PRECISION:
+        raise SqlError("0A000", f"NUMERIC scale {scale} is not supported",
+                       detail=f"sparkwire keeps at most {STORED_MAX_PRECISION} digits of a numeric, "
+                              f"all of them after the point at most.")
     return ((precision << 16) | scale) + 4
 
 

@@ -280,6 +280,12 @@ def check_value(item: Item, pos: int, value: object) -> object:
                 NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow",
                 detail=f"A field with precision {p}, scale {s} must round to an absolute value "
                        f"less than 10^{p - s}.")
+        stored, _ = t.stored_precision_scale or (p, s)
+        if d.adjusted() >= stored - s:
+            raise SqlError(
+                NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow",
+                detail=f"sparkwire stores a numeric({p},{s}) in {stored} digits: its values must round "
+                       f"to an absolute value less than 10^{stored - s}.")
         return d
     n = t.max_length
     if n is not None and isinstance(value, str):

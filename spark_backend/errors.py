@@ -117,6 +117,16 @@ def _out_of_range(p: dict) -> tuple[str, str]:
     )
 
 
+# The type of a literal as Spark prints it in BINARY_ARITHMETIC_OVERFLOW (32767S, 1L, 5).
+_LITERAL_TYPES = {"S": "smallint", "Y": "smallint", "L": "bigint"}
+
+
+def _binary_overflow(p: dict) -> tuple[str, str]:
+    """`32767S + 1S caused overflow`: PostgreSQL names the operands' type instead."""
+    value = str(p.get("value1", "")).strip()
+    return "22003", f"{_LITERAL_TYPES.get(value[-1:], 'integer')} out of range"
+
+
 def _raised(p: dict) -> tuple[str, str]:
     """An error planner.pg_functions raises inside a Spark expression: `sparkwire:<SQLSTATE>:<text>`."""
     text = str(p.get("errorMessage", ""))
@@ -137,6 +147,7 @@ _BY_CLASS = {
     "NUMERIC_VALUE_OUT_OF_RANGE": _out_of_range,
     "NUMERIC_OUT_OF_SUPPORTED_RANGE": _out_of_range,
     "ARITHMETIC_OVERFLOW": lambda p: ("22003", "value out of range: overflow"),
+    "BINARY_ARITHMETIC_OVERFLOW": _binary_overflow,
     "DIVIDE_BY_ZERO": lambda p: ("22012", "division by zero"),
     "INTERVAL_DIVIDED_BY_ZERO": lambda p: ("22012", "division by zero"),
 }

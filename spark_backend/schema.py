@@ -35,7 +35,7 @@ _ARROW = {
 def arrow_type(t: SqlType) -> pa.DataType:
     """The Arrow type a column of SQL type `t` is stored and moved as."""
     if t.base.name == "numeric":
-        p, s = t.precision_scale or (38, 10)
+        p, s = t.stored_precision_scale or (38, 10)
         inner = pa.decimal128(p, s)
     else:
         inner = _ARROW.get(t.base.name, pa.string())

@@ -85,6 +85,8 @@ CASES = [
     ("UPDATE items SET small = 70000 WHERE id = 1", "22003", ["smallint out of range"]),  # PostgreSQL's words
     ("INSERT INTO items (id, small) SELECT 3, 70000", "22003", ["smallint out of range"]),
     ("SELECT 2147483647 + 1", "22003", ["out of range"]),
+    ("SELECT 32767::smallint + 1::smallint", "22003", ["smallint out of range"]),  # not Spark's "try_add"
+    ("SELECT small + 32767::smallint FROM items WHERE id = 1", "22003", ["smallint out of range"]),
     ("INSERT INTO items (id, price) VALUES (3, 1000.00)", "22003", ["numeric field overflow"]),
     ("UPDATE items SET price = price * 1000", "22003", ["numeric field overflow"]),
     ("INSERT INTO items (id, price) SELECT 3, 1000.00", "22003", ["numeric field overflow"]),
@@ -122,7 +124,8 @@ CASES = [
     ("DECLARE c CURSOR FOR SELECT 1", "25P01", ["DECLARE CURSOR"]),
     ("DEALLOCATE nostmt", "26000", ['"nostmt"']),
     ("SELECT id,, name FROM items", "42601", ['","']),
-    ("CREATE TABLE t_bad_numeric (x numeric(50,2))", "22023", ["precision"]),
+    ("CREATE TABLE t_bad_numeric (x numeric(1001,2))", "22023", ["precision 1001 must be between 1 and 1000"]),
+    ("CREATE TABLE t_bad_numeric (x numeric(60,50))", "0A000", ["scale 50"]),
     ("SELECT * FROM items AS OF 5", "22000", []),
 ]
 
@@ -250,6 +253,26 @@ def test_ddl_inside_transaction_is_rejected(session):
         session.execute("CREATE SECRET in_txn AS 'x'")
     session.execute("ROLLBACK")
     _usable(session)
+
+
+def test_numeric_wider_than_spark_holds(session):
+    """numeric(p, s) with p over 38 is PostgreSQL's (p up to 1000), stored in Spark's 38
+    digits: a value that needs more is refused with 22003 and says why, never rounded."""
+    session.execute("CREATE TABLE wide_num (v numeric(210,10))")
+    try:
+        session.execute("INSERT INTO wide_num VALUES (123456789012345678.5)")
+        with pytest.raises(psycopg.Error) as info:
+            session.execute("INSERT INTO wide_num VALUES (1e30)")
+        assert info.value.sqlstate == "22003"
+        assert "38 digits" in (info.value.diag.message_detail or "")
+        _usable(session)
+        assert session.execute("SELECT v, v * 2 FROM wide_num").fetchall() == [
+            (__import__("decimal").Decimal("123456789012345678.5000000000"),
+             __import__("decimal").Decimal("246913578024691357.0000000000"))]
+        assert session.execute("SELECT numeric_precision, numeric_scale FROM information_schema.columns "
+                               "WHERE table_name = 'wide_num'").fetchall() == [(210, 10)]
+    finally:
+        session.execute("DROP TABLE wide_num")
 
 
 def test_server_survived(setup, bystander):
