@@ -36,7 +36,7 @@ from planner.errors import (
 )
 from planner.params import literal
 from planner.parser import parse_one
-from planner.sql import dml
+from planner.sql import colnames, dml
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
@@ -260,7 +260,7 @@ class Session:
         spark_sql, views = self.coord.plan_query(stmt.tree(), self.context(), nulls, self.catalog)
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), None,
                                         describe_only=True)
-        return result.names, result.types
+        return _postgres_names(stmt, result.names), result.types
 
     # -- reads ---------------------------------------------------------------------
     def _read_ts(self, as_of: exp.Expression | None) -> int:
@@ -303,7 +303,8 @@ class Session:
         spark_sql, views = self.coord.plan_query(stmt.tree(), self.context(), self._bind(params, ptypes), self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
-        return Rows(f"SELECT {result.table.num_rows}", result.names, result.types, result.table)
+        return Rows(f"SELECT {result.table.num_rows}", _postgres_names(stmt, result.names), result.types,
+                    result.table)
 
     def _bound(self, stmt: st.Query, params, ptypes) -> bound_query.BoundQuery | None:
         """The query through the front end of our own, when the session asked for it and
@@ -909,6 +910,13 @@ _FLAGS = {
     "upsert": ("enable_envelope_upsert_in_subscribe", "SUBSCRIBE ... ENVELOPE UPSERT"),
     "debezium": ("enable_envelope_debezium_in_subscribe", "SUBSCRIBE ... ENVELOPE DEBEZIUM"),
 }
+
+
+def _postgres_names(stmt: st.Query, names: list[str]) -> list[str]:
+    """The older path's output names as PostgreSQL's parser gives them, where it reads the
+    query and names as many columns (a `*` leaves the relations' names as they came)."""
+    pg = colnames.select_list_names(stmt.text) if stmt.text else None
+    return pg if pg is not None and len(pg) == len(names) else names
 
 
 def _needs_spark(node: exp.Expression) -> bool:

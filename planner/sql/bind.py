@@ -21,7 +21,7 @@ from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
-from planner.sql import coerce
+from planner.sql import coerce, colnames
 from planner.sql import plan as p
 from planner.sql.bind_arrays import ArrayBinding
 from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, one
@@ -358,7 +358,7 @@ class Binder(ArrayBinding):
             if node_type(val) == "ColumnRef" and "A_Star" in val["ColumnRef"]["fields"][-1]:
                 out += self._star(val["ColumnRef"], scope)
                 continue
-            out.append((rt.get("name") or _column_name(val), self.expr(val)))
+            out.append((rt.get("name") or colnames.column_name(val), self.expr(val)))
         return out
 
     def _star(self, ref: dict, scope: Scope) -> list[tuple[str, p.Expr]]:
@@ -768,8 +768,8 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
 
 # -- helpers -------------------------------------------------------------------------------
 
-def _item_scope(name: str, cols: Sequence[p.Column], colnames: list[Node] | None) -> Scope:
-    aliases = names(colnames)
+def _item_scope(name: str, cols: Sequence[p.Column], aliased: list[Node] | None) -> Scope:
+    aliases = names(aliased)
     if len(aliases) > len(cols):
         raise SqlError("42P10", f'table "{name}" has {len(cols)} columns available but '
                                 f'{len(aliases)} columns specified')
@@ -810,41 +810,6 @@ def _type_name(t: dict) -> SqlType:
     if (base is not None and base.name not in COLUMN_TYPES) or (base is None and name in _OLDER_PATH_TYPES):
         raise p.NotYet(f"casts to {name} are not covered by this front end yet")
     return column_type(name, tuple(mods), bool(t.get("arrayBounds")))  # unknown names: 42704
-
-
-def _column_name(node: Node) -> str:
-    """The name PostgreSQL gives an unnamed select-list column (FigureColname)."""
-    kind = node_type(node)
-    n = node[kind]
-    if kind == "ColumnRef":
-        last = n["fields"][-1]
-        return last["String"]["sval"] if "String" in last else "?column?"
-    if kind == "FuncCall":
-        return names(n["funcname"])[-1]
-    if kind == "TypeCast":
-        inner = _column_name(n["arg"])
-        if inner != "?column?":
-            return inner
-        return names(n["typeName"]["names"])[-1]  # as the grammar spells it: int4, float8, varchar
-    if kind == "CaseExpr":
-        return "case"
-    if kind == "A_ArrayExpr":
-        return "array"
-    if kind == "A_Indirection":  # its last field name, else its argument's name
-        fields_ = [i["String"]["sval"] for i in n["indirection"] if "String" in i]
-        return fields_[-1] if fields_ else _column_name(n["arg"])
-    if kind == "CoalesceExpr":
-        return "coalesce"
-    if kind == "A_Expr" and n["kind"] == "AEXPR_NULLIF":
-        return "nullif"
-    if kind == "SubLink":
-        if n["subLinkType"] == "EXISTS_SUBLINK":
-            return "exists"
-        if n["subLinkType"] == "EXPR_SUBLINK":
-            targets = n["subselect"]["SelectStmt"].get("targetList") or []
-            if targets:
-                return targets[0]["ResTarget"].get("name") or _column_name(targets[0]["ResTarget"]["val"])
-    return "?column?"
 
 
 def _ordinal(node: Node, width: int, clause: str) -> int | None:
