@@ -93,7 +93,7 @@ def aggregate(name: str, args: list[exp.Expression], types: list[SqlType]) -> ex
     JSON null (a struct keeps it where collect_list would drop a bare NULL)."""
     if name == "jsonb_agg":
         t = types[0]
-        values = _spark("transform(collect_list(struct(__x AS v)), e -> e.v)", x=args[0])
+        values = _spark("transform(collect_list(struct(__x AS v)), sw_e -> sw_e.v)", x=args[0])
         return _spark("if(size(__vs) = 0, NULL, __j)", vs=values,
                       j=value(values, SqlType(t.base, t.typmod, True)))
     return object_agg(_spark("collect_list(named_struct('k', __k, 'v', __v))",

@@ -726,6 +726,9 @@ def _srf_call(node: exp.Expression) -> tuple[str, exp.Expression] | None:
         node = node.expression
     if isinstance(node, exp.Explode) and not isinstance(node.parent, exp.Table):
         return "unnest", node.this
+    if isinstance(node, (exp.ExplodingGenerateSeries, exp.GenerateSeries)) and not isinstance(node.parent, exp.Table):
+        args = [node.args["start"], node.args["end"], node.args.get("step")]
+        return "series", pg_functions.series_values(*[a for a in args if a is not None])
     if isinstance(node, exp.Anonymous) and node.expressions:
         name = node.name.lower()
         if name == "generate_subscripts":
@@ -755,6 +758,9 @@ def _srfs_in_select_lists(tree: exp.Expression) -> None:
                 found = _srf_call(node)
                 if found is not None and node.find_ancestor(exp.Select) is select:
                     calls.append((node, *found))
+        if len(calls) == 1 and calls[0][1] == "series":
+            calls[0][0].replace(exp.Explode(this=calls[0][2]))  # with PostgreSQL's bounds and step
+            continue
         if len(calls) < 2 and not any(kind != "unnest" for _, kind, _ in calls):
             continue  # a lone unnest: Spark's explode in a select list is PostgreSQL's unnest
         view = f"__srf{k}"
@@ -772,7 +778,7 @@ def _srfs_in_select_lists(tree: exp.Expression) -> None:
                 # one-dimensional array does not have.
                 subscript = exp.If(this=exp.EQ(this=call.expressions[1].copy(), expression=exp.Literal.number(1)),
                                    true=subscript, false=exp.Null())
-            replacement = {"unnest": element, "subscripts": subscript,
+            replacement = {"unnest": element, "series": element, "subscripts": subscript,
                            "expand": exp.Anonymous(this="named_struct", expressions=[
                                _str("x"), element, _str("n"), subscript])}[kind]
             node.replace(replacement)
@@ -911,12 +917,14 @@ def _array_agg(node: exp.ArrayAgg) -> exp.Expression:
                 nulls_first = desc
             lo, hi = ("1", "-1") if desc else ("-1", "1")
             first, last = ("-1", "1") if nulls_first else ("1", "-1")
-            steps.append(f"WHEN l.k{i} IS NULL AND r.k{i} IS NULL THEN 0 WHEN l.k{i} IS NULL THEN {first} "
-                         f"WHEN r.k{i} IS NULL THEN {last} WHEN l.k{i} < r.k{i} THEN {lo} "
-                         f"WHEN l.k{i} > r.k{i} THEN {hi}")
-        comparator = _lambda(["l", "r"], f"CASE {' '.join(steps)} ELSE 0 END")
+            steps.append(f"WHEN sw_l.k{i} IS NULL AND sw_r.k{i} IS NULL THEN 0 WHEN sw_l.k{i} IS NULL THEN {first} "
+                         f"WHEN sw_r.k{i} IS NULL THEN {last} WHEN sw_l.k{i} < sw_r.k{i} THEN {lo} "
+                         f"WHEN sw_l.k{i} > sw_r.k{i} THEN {hi}")
+        # Lambda variables named apart from any column: Spark reads `r.k0` as column r's field
+        # when the query has a column r.
+        comparator = _lambda(["sw_l", "sw_r"], f"CASE {' '.join(steps)} ELSE 0 END")
         collected = exp.Anonymous(this="array_sort", expressions=[collected, comparator])
-    values = exp.Anonymous(this="transform", expressions=[collected, _lambda(["e"], "e.v")])
+    values = exp.Anonymous(this="transform", expressions=[collected, _lambda(["sw_e"], "sw_e.v")])
     result = exp.If(this=exp.EQ(this=exp.ArraySize(this=values.copy()), expression=exp.Literal.number(0)),
                     true=exp.Null(), false=values)
     result.meta["pg_array"] = True  # an array, though sqlglot cannot type it (for array::text)

@@ -206,9 +206,22 @@ def _extract(node: exp.Extract) -> exp.Expression:
         return exp.Add(this=_fn("weekday", x), expression=exp.Literal.number(1))
     if unit == "epoch":
         micros = _fn("unix_micros", exp.Cast(this=x.copy(), to=exp.DataType.build("TIMESTAMP")))
-        return exp.Div(this=exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(38, 6)")),
-                       expression=exp.Literal.number(1000000))
+        seconds = exp.Div(this=exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(38, 6)")),
+                          expression=exp.Literal.number(1000000))
+        return exp.Cast(this=seconds, to=exp.DataType.build("DECIMAL(38, 6)"))  # PostgreSQL's scale
+    if unit in _SECOND_FRACTIONS:  # the seconds field, fraction included, in ms or µs
+        factor, decimal = _SECOND_FRACTIONS[unit]
+        seconds = exp.Extract(this=exp.Var(this="SECOND"), expression=x.copy())
+        return exp.Cast(this=exp.Mul(this=seconds, expression=exp.Literal.number(factor)),
+                        to=exp.DataType.build(decimal))
+    if unit == "isoyear":
+        return exp.Extract(this=exp.Var(this="YEAROFWEEK"), expression=x.copy())
     return node
+
+
+# extract(milliseconds | microseconds ...): the factor on Spark's SECOND (decimal(8, 6)), and
+# PostgreSQL's scale.
+_SECOND_FRACTIONS = {"milliseconds": (1000, "DECIMAL(11, 3)"), "microseconds": (1000000, "DECIMAL(14, 0)")}
 
 
 def one_dimensional(array: exp.Expression) -> exp.Expression:
@@ -594,6 +607,51 @@ def _is_char(e: exp.Expression) -> bool:
 
 def _rtrim(e: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this="rtrim", expressions=[e.copy()])
+
+
+def _is_type(e: exp.Expression, kind: exp.DataType.Type) -> bool:
+    return e.type is not None and e.type.this == kind
+
+
+def date_interval_timestamps(tree: exp.Expression) -> None:
+    """`date ± interval` is a timestamp in PostgreSQL (Spark's stays a date): the date is made
+    a timestamp first, in a sqlglot-typed tree (in place)."""
+    for op in list(tree.find_all(exp.Add, exp.Sub)):
+        sides = (op.this, op.expression)
+        interval = [isinstance(s, exp.Interval) or _is_type(s, exp.DataType.Type.INTERVAL) for s in sides]
+        for i, side in enumerate(sides):
+            if interval[1 - i] and _is_type(side, exp.DataType.Type.DATE) and (i == 0 or isinstance(op, exp.Add)):
+                side.replace(exp.Cast(this=side.copy(), to=exp.DataType.build("TIMESTAMP_NTZ")))
+
+
+_TEXT_TYPES = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR)
+
+
+def timestamptz_text(tree: exp.Expression) -> None:
+    """A timestamptz as text carries the offset of the session's TimeZone, always UTC here
+    (timestamptz_out: `2026-01-05 10:20:30+00`; Spark's cast leaves it out), in a
+    sqlglot-typed tree (in place)."""
+    for cast in list(tree.find_all(exp.Cast)):
+        arg = cast.this
+        if cast.to.this in _TEXT_TYPES and _is_type(arg, exp.DataType.Type.TIMESTAMPTZ):
+            arg.replace(_fn("concat", exp.Cast(this=arg.copy(), to=exp.DataType.build("STRING")),
+                            exp.Literal.string("+00")))
+
+
+def series_values(start: exp.Expression, end: exp.Expression, step: exp.Expression | None = None) -> exp.Expression:
+    """The values of generate_series as an array: none when `end` lies the other way from
+    `start` (Spark's sequence would count back, or fail), PostgreSQL's error for a zero step."""
+    step = step if step is not None else exp.Literal.number(1)
+    upward = exp.and_(exp.GT(this=step.copy(), expression=exp.Literal.number(0)),
+                      exp.LTE(this=start.copy(), expression=end.copy()))
+    downward = exp.and_(exp.LT(this=step.copy(), expression=exp.Literal.number(0)),
+                        exp.GTE(this=start.copy(), expression=end.copy()))
+    sequence = exp.Anonymous(this="sequence", expressions=[start.copy(), end.copy(), step.copy()])
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=step.copy(), expression=exp.Literal.number(0)),
+               true=pg_error("22023", "step size cannot equal zero")),
+        exp.If(this=exp.or_(upward, downward), true=sequence)],
+        default=exp.Anonymous(this="array", expressions=[]))
 
 
 def char_semantics(tree: exp.Expression) -> None:

@@ -212,7 +212,7 @@ def _series(table: exp.Table) -> exp.Subquery:
     if alias is not None:
         columns = alias.args.get("columns") or []
         column = columns[0].name if columns else alias.name
-    select = exp.select(exp.alias_(exp.Explode(this=_series_values(*args)), exp.to_identifier(column, quoted=True)))
+    select = exp.select(exp.alias_(exp.Explode(this=pg_functions.series_values(*args)), exp.to_identifier(column, quoted=True)))
     return exp.Subquery(this=select, alias=exp.TableAlias(
         this=exp.to_identifier(alias.name if alias is not None else "generate_series", quoted=True)))
 
@@ -253,22 +253,6 @@ def _expandarray_relation(table: exp.Table) -> exp.Expression:
                         exp.alias_(exp.Add(this=exp.column("pos", "__e"), expression=exp.Literal.number(1)),
                                    exp.to_identifier(n, quoted=True))).from_(inner)
     return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
-
-
-def _series_values(start: exp.Expression, end: exp.Expression, step: exp.Expression | None = None) -> exp.Expression:
-    """The values of generate_series as an array: none when `end` lies the other way from
-    `start` (Spark's sequence would count back, or fail), PostgreSQL's error for a zero step."""
-    step = step if step is not None else exp.Literal.number(1)
-    upward = exp.and_(exp.GT(this=step.copy(), expression=exp.Literal.number(0)),
-                      exp.LTE(this=start.copy(), expression=end.copy()))
-    downward = exp.and_(exp.LT(this=step.copy(), expression=exp.Literal.number(0)),
-                        exp.GTE(this=start.copy(), expression=end.copy()))
-    sequence = exp.Anonymous(this="sequence", expressions=[start.copy(), end.copy(), step.copy()])
-    return exp.Case(ifs=[
-        exp.If(this=exp.EQ(this=step.copy(), expression=exp.Literal.number(0)),
-               true=pg_functions.pg_error("22023", "step size cannot equal zero")),
-        exp.If(this=exp.or_(upward, downward), true=sequence)],
-        default=exp.Anonymous(this="array", expressions=[]))
 
 
 _ARRAY_TABLE_FUNCTIONS = {
@@ -407,6 +391,8 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
             div.replace(exp.Cast(this=exp.IntDiv(this=div.this, expression=div.expression),
                                  to=exp.DataType.build("BIGINT" if wide else "INT")))
     pg_functions.char_semantics(typed)
+    pg_functions.date_interval_timestamps(typed)
+    pg_functions.timestamptz_text(typed)
     # sum(bigint) is numeric in PostgreSQL: it cannot overflow where Spark's bigint sum would.
     for agg in list(typed.find_all(exp.Sum)):
         arg = agg.this

@@ -33,8 +33,8 @@ def test_array_agg_follows_postgres():
     PostgreSQL's NULL placement, unwrapped, and NULL instead of [] over no rows."""
     sql = spark_sql("SELECT array_agg(x ORDER BY x DESC) FROM t")
     assert "COLLECT_LIST(STRUCT(`t`.x AS k0, `t`.x AS v))" in sql
-    assert "(l, r) -> CASE WHEN l.k0 IS NULL AND r.k0 IS NULL THEN 0 WHEN l.k0 IS NULL THEN -1" in sql
-    assert sql.startswith("SELECT IF(SIZE(TRANSFORM(") and "e -> e.v" in sql
+    assert "(sw_l, sw_r) -> CASE WHEN sw_l.k0 IS NULL AND sw_r.k0 IS NULL THEN 0 WHEN sw_l.k0 IS NULL THEN -1" in sql
+    assert sql.startswith("SELECT IF(SIZE(TRANSFORM(") and "sw_e -> sw_e.v" in sql
     assert "ARRAY_SORT" not in spark_sql("SELECT array_agg(x) FROM t")
 
 
