@@ -613,11 +613,18 @@ def _is_type(e: exp.Expression, kind: exp.DataType.Type) -> bool:
     return e.type is not None and e.type.this == kind
 
 
-def date_interval_timestamps(tree: exp.Expression) -> None:
+def date_arithmetic(tree: exp.Expression) -> None:
     """`date ± interval` is a timestamp in PostgreSQL (Spark's stays a date): the date is made
-    a timestamp first, in a sqlglot-typed tree (in place)."""
+    a timestamp first; `date - date` is a number of days (Spark's is an interval). In a
+    sqlglot-typed tree (in place)."""
     for op in list(tree.find_all(exp.Add, exp.Sub)):
         sides = (op.this, op.expression)
+        dates = [_is_type(s, exp.DataType.Type.DATE) for s in sides]
+        untyped = [isinstance(s, exp.Literal) and s.is_string for s in sides]  # PostgreSQL's unknown
+        if isinstance(op, exp.Sub) and all(d or u for d, u in zip(dates, untyped)) and any(dates):
+            op.replace(_fn("datediff", *[s.copy() if d else exp.Cast(this=s.copy(), to=exp.DataType.build("DATE"))
+                                         for s, d in zip(sides, dates)]))
+            continue
         interval = [isinstance(s, exp.Interval) or _is_type(s, exp.DataType.Type.INTERVAL) for s in sides]
         for i, side in enumerate(sides):
             if interval[1 - i] and _is_type(side, exp.DataType.Type.DATE) and (i == 0 or isinstance(op, exp.Add)):

@@ -391,7 +391,7 @@ def _typed(tree: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expre
             div.replace(exp.Cast(this=exp.IntDiv(this=div.this, expression=div.expression),
                                  to=exp.DataType.build("BIGINT" if wide else "INT")))
     pg_functions.char_semantics(typed)
-    pg_functions.date_interval_timestamps(typed)
+    pg_functions.date_arithmetic(typed)
     pg_functions.timestamptz_text(typed)
     # sum(bigint) is numeric in PostgreSQL: it cannot overflow where Spark's bigint sum would.
     for agg in list(typed.find_all(exp.Sum)):

@@ -97,6 +97,8 @@ def _operation(e: p.Expr, source: p.Rel) -> str | None:
             return _OPERATORS[op.oid]
         case p.Call(func=f) if f.oid in _FUNCTIONS:
             return _FUNCTIONS[f.oid]
+        case p.WindowCall(func=f) if f.oid in _AVERAGES:
+            return "window_avg"
         case p.ColRef(level=0, index=i):
             r = reduce_below(source)
             if r is not None and i >= len(r.keys):

@@ -288,7 +288,15 @@ class _Generator:
         q = q.select(*(_as(cols[i].copy(), k) for k, i in enumerate(outputs)))
         if where is not None:
             q = q.where(self.scalar(where, base))
-        return self._order_limit(q, top, cols) if top is not None else q
+        if top is None:
+            return q
+        # Spark takes a window function in ORDER BY only as a column of the select list:
+        # such a key is sorted on by its output's name
+        keys = list(cols)
+        for k, i in enumerate(outputs):
+            if keys[i].find(exp.Window) is not None:
+                keys[i] = exp.column(f"c{k}")
+        return self._order_limit(q, top, keys)
 
     def _top_k(self, top: p.TopK, outputs: tuple[int, ...] | None) -> exp.Select:
         if outputs is not None and isinstance(top.input, p.Map):
@@ -420,9 +428,10 @@ class _Generator:
                 if scale is None:
                     text = _template(pg_functions.UNSCALED_NUMERIC_TEXT, [text])
                 return pg_functions.varchar_cut(text, t.max_length) if t.max_length is not None else text
-            case p.Cast(arg=arg, type=t) if t.base.name == "character varying" and t.max_length is not None \
-                    and not t.is_array:
-                # An explicit cast to varchar(n) cuts the value to n characters, as PostgreSQL's does
+            case p.Cast(arg=arg, type=t) if t.base.name in ("character varying", "character") \
+                    and t.max_length is not None and not t.is_array:
+                # An explicit cast to varchar(n) or char(n) cuts the value to n characters, as
+                # PostgreSQL's does (char(n)'s padding is its output's)
                 return pg_functions.varchar_cut(self.scalar(arg, cols), t.max_length)
             case p.Cast(arg=arg, type=t) if arg.type.base.name in _INTEGERS and t == _UNCONSTRAINED \
                     and not arg.type.is_array:

@@ -57,12 +57,25 @@ def apply(rel: p.Rel, types: list[SqlType]) -> tuple[p.Rel, list[SqlType]]:
     """Query `rel` with its per-value numeric output columns computed by the UDFs, and its
     output types with those columns marked as arriving as PostgreSQL's text (both as they
     were when it has none). The columns, their names and order stay the same."""
-    targets = numeric_scale.per_value_targets(rel)
+    targets = _sortable(rel, numeric_scale.per_value_targets(rel))
     if not targets:
         return rel, types
     marked = numeric_scale.with_display_scales(
         types, [numeric_scale.PER_VALUE if i in targets else None for i in range(len(types))])
     return _rewrite(rel, targets), marked
+
+
+def _sortable(rel: p.Rel, targets: dict[int, numeric_scale.Target]) -> dict[int, numeric_scale.Target]:
+    """The targets but a window's avg the ORDER BY sorts on: the sort must keep Spark's window
+    in the select list beside it, which Spark then no longer finds (the column keeps Spark's
+    scale)."""
+    found = numeric_scale.top_map(rel)
+    if found is None or found[1] is None:
+        return targets
+    _project, top, m = found
+    width = len(p.columns(m.input))
+    sorted_on = {key.index - width for key in top.order}
+    return {i: t for i, t in targets.items() if not (t.operation == "window_avg" and t.expr in sorted_on)}
 
 
 def _rewrite(rel: p.Rel, targets: dict[int, numeric_scale.Target]) -> p.Rel:
@@ -108,6 +121,9 @@ def _call(e: p.Expr, operation: str, scales: numeric_scale.Scales,
     if operation in ("avg", "variance"):
         assert avg_part is not None
         return p.Call(_udf(operation, len(avg_part)), avg_part, result_type)
+    if operation == "window_avg":
+        parts = _window_avg_parts(e, scales)
+        return p.Call(_udf("avg", len(parts)), parts, result_type)
     assert isinstance(e, (p.OpCall, p.Call))
     args = e.args
     if operation == "log10":  # log(x) is log(10, x)
@@ -118,6 +134,22 @@ def _call(e: p.Expr, operation: str, scales: numeric_scale.Scales,
         return p.Call(_udf(operation, 4), (a, b, _scale_of(a, scales), _scale_of(b, scales)), result_type)
     [x] = args
     return p.Call(_udf(operation, 2), (x, _scale_of(x, scales)), result_type)
+
+
+def _window_avg_parts(e: p.Expr, scales: numeric_scale.Scales) -> tuple[p.Expr, ...]:
+    """avg(x) OVER w as what PostgreSQL's numeric_avg finishes it from, each over the same
+    window: (sum, count, the largest display scale summed)."""
+    assert isinstance(e, p.WindowCall)
+    [arg] = e.args
+
+    def over(func: Function, t: SqlType) -> p.WindowCall:
+        return p.WindowCall(func, (arg,), e.partition, e.order, t)
+
+    if arg.type.base.name == "numeric":
+        fixed = numeric_scale.expr_scale(arg, scales)
+        dscale: p.Expr = p.Literal(fixed, INTEGER) if fixed is not None else over(_MAX_DSCALE, INTEGER)
+        return over(_SUM, NUMERIC), over(_COUNT, BIGINT), dscale
+    return over(_SUM_WIDE, NUMERIC), over(_COUNT, BIGINT), p.Literal(0, INTEGER)
 
 
 def _scale_of(e: p.Expr, scales: numeric_scale.Scales) -> p.Literal:
