@@ -290,13 +290,25 @@ class _Generator:
             q = q.where(self.scalar(where, base))
         if top is None:
             return q
-        # Spark takes a window function in ORDER BY only as a column of the select list:
-        # such a key is sorted on by its output's name
+        # Spark takes a window function or a correlated subquery in ORDER BY only as a column
+        # of the select list: such a key is sorted on by its output's name, and when it is not
+        # one of the outputs, every key is selected beside them and sorted on from outside
+        position = {i: k for k, i in enumerate(outputs)}
         keys = list(cols)
-        for k, i in enumerate(outputs):
-            if keys[i].find(exp.Window) is not None:
-                keys[i] = exp.column(f"c{k}")
-        return self._order_limit(q, top, keys)
+        hidden = [key.index for key in top.order if key.index not in position and _unsortable(cols[key.index])]
+        if not hidden:
+            for i, k in position.items():
+                if _unsortable(cols[i]):
+                    keys[i] = exp.column(f"c{k}")
+            return self._order_limit(q, top, keys)
+        alias = next(self.aliases)
+        for n, i in enumerate(sorted({key.index for key in top.order if key.index not in position})):
+            q = q.select(exp.alias_(cols[i].copy(), f"h{n}"))
+            keys[i] = exp.column(f"h{n}", alias)
+        for i, k in position.items():
+            keys[i] = exp.column(f"c{k}", alias)
+        outer = exp.select(*(_as(exp.column(f"c{k}", alias), k) for k in range(len(outputs))))
+        return self._order_limit(outer.from_(q.subquery(alias)), top, keys)
 
     def _top_k(self, top: p.TopK, outputs: tuple[int, ...] | None) -> exp.Select:
         if outputs is not None and isinstance(top.input, p.Map):
@@ -546,6 +558,11 @@ _FLOATS = ("real", "double precision")
 
 # Window functions whose argument at this position Spark takes only as a constant.
 _WINDOW_CONSTANTS = {"lag": 1, "lead": 1, "nth_value": 1, "ntile": 0}
+
+
+def _unsortable(e: exp.Expression) -> bool:
+    """Whether Spark refuses `e` written out in an ORDER BY (it must name a selected column)."""
+    return e.find(exp.Window, exp.Subquery, exp.Exists) is not None
 
 
 def _integer_as_numeric(e: p.Expr) -> bool:
