@@ -78,7 +78,7 @@ def parse_statement(text: str) -> st.Statement:
 _POSTGRES_STATEMENTS = frozenset((
     "analyze", "call", "checkpoint", "cluster", "comment", "copy", "do", "grant", "import",
     "load", "lock", "merge", "move", "reassign", "refresh", "reindex",
-    "revoke", "security", "truncate", "vacuum",
+    "revoke", "security", "vacuum",
 ))
 
 
@@ -426,6 +426,20 @@ def _delete(s: Scanner) -> st.Delete:
                      s.text)
 
 
+def _truncate(s: Scanner) -> st.Truncate:
+    """TRUNCATE, read by PostgreSQL's grammar."""
+    node = pg_parse.parse_one(s.text)
+    if pg_parse.node_type(node) != "TruncateStmt":
+        raise SqlError(SYNTAX_ERROR, "syntax error in TRUNCATE")
+    names = []
+    for rel in node["TruncateStmt"]["relations"]:
+        rv = rel["RangeVar"]
+        schema = rv.get("schemaname")
+        names.append(table_name(exp.Table(this=exp.to_identifier(rv["relname"], quoted=True),
+                                          db=exp.to_identifier(schema, quoted=True) if schema else None)))
+    return st.Truncate(tuple(dict.fromkeys(names)))
+
+
 # -- hand-parsed statements ---------------------------------------------------------
 
 def _drop(s: Scanner) -> st.Statement:
@@ -723,6 +737,7 @@ _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "insert": _insert,
     "update": _update,
     "delete": _delete,
+    "truncate": _truncate,
     "create": _create,
     "drop": _drop,
     "begin": _begin,

@@ -141,6 +141,14 @@ class Delete(Statement):
 
 
 @dataclass(frozen=True)
+class Truncate(Statement):
+    """TRUNCATE [TABLE] t, ...: every row of each table deleted, in one commit. RESTART
+    IDENTITY and CASCADE change nothing here (there are no sequences or foreign keys)."""
+
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Begin(Statement):
     isolation: str | None = None  # ISOLATION LEVEL as written (lower case), if any
 

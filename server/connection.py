@@ -567,7 +567,7 @@ class Connection:
             # Not run at all (so not refused in a failed transaction), as in PostgreSQL.
             portal.outcome = EmptyQuery()
         if portal.outcome is None:
-            if self.session.txn is None and isinstance(parsed.statement, (st.Insert, st.Update, st.Delete)):
+            if self.session.txn is None and isinstance(parsed.statement, (st.Insert, st.Update, st.Delete, st.Truncate)):
                 # As in PostgreSQL, writes up to Sync are one implicit transaction: a failed
                 # statement in a pipeline (psycopg executemany, asyncpg executemany) undoes
                 # the writes before it. Sync commits it.

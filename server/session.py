@@ -490,6 +490,24 @@ class Session:
         count, rows = await self._change(item, stmt, writes.delete_select(item, stmt), params, ptypes, False)
         return self._returning(f"DELETE {count}", item, rows, returning)
 
+    async def _truncate(self, stmt: st.Truncate, params, ptypes) -> Outcome:
+        """Every row of each table deleted, all in one commit (every table is checked first)."""
+        items = [self._writable(name, "truncate") for name in stmt.tables]
+
+        async def work() -> dict[str, pa.Table]:
+            out: dict[str, pa.Table] = {}
+            overlay = self.txn.overlay() if self.txn else None
+            for item in items:
+                select = writes.delete_select(item, st.Delete(item.name, None, None))
+                spark_sql, views = self.coord.plan_query(select, self.context(), {}, self.catalog)
+                result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay, group=self.group)
+                out[item.id] = writes.arrow_to_updates(item, result.table, -1, check=False)
+            await self._stage(out)
+            return out
+
+        await self._with_write_lock(work)
+        return CommandDone("TRUNCATE TABLE")
+
     # -- DDL -----------------------------------------------------------------------
     # `coord`, `server_sources` and these two are the StatementContext (server.statement_context)
     # that the handlers of sources, connections, secrets and roles get.
@@ -937,6 +955,7 @@ _HANDLERS: dict[type, Callable] = {
     st.Insert: Session._insert,
     st.Update: Session._update,
     st.Delete: Session._delete,
+    st.Truncate: Session._truncate,
     st.CreateTable: Session._create_table,
     st.CreateView: Session._create_view,
     st.Drop: Session._drop,

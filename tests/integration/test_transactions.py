@@ -123,7 +123,30 @@ def outcomes(dsn: str, script: list[str]) -> list[tuple]:
     return out
 
 
-@pytest.mark.parametrize("script", [DDL_IN_A_BLOCK, SAVEPOINTS], ids=["ddl", "savepoints"])
+TRUNCATE_IN_A_BLOCK = [
+        'DROP TABLE IF EXISTS tt',
+        'CREATE TABLE tt (a int PRIMARY KEY)',
+        'INSERT INTO tt VALUES (1), (2)',
+        'BEGIN',
+        'TRUNCATE tt',
+        'SELECT count(*) FROM tt',
+        'INSERT INTO tt VALUES (1)',
+        'SELECT * FROM tt',
+        'ROLLBACK',
+        'SELECT * FROM tt ORDER BY a',
+        'BEGIN',
+        'INSERT INTO tt VALUES (3)',
+        'TRUNCATE tt',
+        'INSERT INTO tt VALUES (2)',
+        'COMMIT',
+        'SELECT * FROM tt',
+        'TRUNCATE tt, tt',
+        'SELECT count(*) FROM tt',
+]
+
+
+@pytest.mark.parametrize("script", [DDL_IN_A_BLOCK, SAVEPOINTS, TRUNCATE_IN_A_BLOCK],
+                         ids=["ddl", "savepoints", "truncate"])
 def test_transaction_blocks_behave_as_in_postgres(server, postgres, script):
     assert outcomes(server.dsn, script) == outcomes(postgres.dsn, script)
 
