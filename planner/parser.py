@@ -22,6 +22,7 @@ from planner import (
     copy_syntax,
     ctas_syntax,
     index_syntax,
+    multi_assign,
     pg_compat,
     pg_parse,
     prepare_syntax,
@@ -333,7 +334,8 @@ def _create_view(text: str, replace: bool) -> st.CreateView:
 
 
 def _insert(s: Scanner) -> st.Insert:
-    tree = _sqlglot(s.text)
+    text = multi_assign.spread(s.text)  # ON CONFLICT ... SET (a, b) = (x, y)
+    tree = _sqlglot(text)
     if not isinstance(tree, exp.Insert):
         raise SqlError(SYNTAX_ERROR, "syntax error in INSERT")
     target = tree.this
@@ -349,7 +351,7 @@ def _insert(s: Scanner) -> st.Insert:
     return st.Insert(table_name(target), columns, source,
                      tuple(returning.expressions) if returning else (),
                      _on_conflict(tree.args.get("conflict")), folded_name(alias.this) if alias else None,
-                     s.text)
+                     text)
 
 
 def _on_conflict(node: exp.OnConflict | None) -> st.OnConflict | None:
@@ -393,7 +395,8 @@ def _refuse_unhandled(tree: exp.Expression, verb: str, handled: set[str]) -> Non
 
 
 def _update(s: Scanner) -> st.Update:
-    tree = _sqlglot(s.text)
+    text = multi_assign.spread(s.text)  # SET (a, b) = (x, y) as SET a = x, b = y
+    tree = _sqlglot(text)
     if not isinstance(tree, exp.Update):
         raise SqlError(SYNTAX_ERROR, "syntax error in UPDATE")
     if tree.args.get("from_") or tree.args.get("from"):
@@ -409,7 +412,7 @@ def _update(s: Scanner) -> st.Update:
     returning = tree.args.get("returning")
     return st.Update(table_name(tree.this), alias, tuple(assignments),
                      where.this if where is not None else None, tuple(returning.expressions) if returning else (),
-                     s.text)
+                     text)
 
 
 def _delete(s: Scanner) -> st.Delete:
