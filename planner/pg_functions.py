@@ -285,7 +285,21 @@ def _bytea_text(cast: exp.Cast) -> exp.Expression:
                              exp.Lower(this=_fn("hex", cast.this))), to=cast.to.copy())
 
 
+CORR = "if(regr_sxx({0}, {1}) = 0 or regr_syy({0}, {1}) = 0, null, corr({0}, {1}))"
+
+
+def _corr(node: exp.Corr) -> exp.Expression:
+    """corr(y, x) is NULL where a variance is 0, as float8_corr's (Spark's is NaN)."""
+    y, x = node.this, node.expression
+    sxx = exp.Anonymous(this="regr_sxx", expressions=[y.copy(), x.copy()])
+    syy = exp.Anonymous(this="regr_syy", expressions=[y.copy(), x.copy()])
+    zero = exp.Literal.number(0)
+    flat = exp.or_(exp.EQ(this=sxx, expression=zero.copy()), exp.EQ(this=syy, expression=zero.copy()))
+    return exp.If(this=flat, true=exp.Null(), false=exp.Corr(this=y.copy(), expression=x.copy()))
+
+
 _REWRITES: dict[type, Callable] = {
+    exp.Corr: _corr,
     exp.Initcap: _initcap,
     exp.ArrayRemove: _array_remove,
     exp.Log: _log,
