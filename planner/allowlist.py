@@ -104,6 +104,8 @@ def _function_call(node: Node, in_from: bool = False) -> None:
     parts = pg_parse.names(node.get("funcname"))
     name, schema = parts[-1], (parts[-2] if len(parts) > 1 else None)
     args = node.get("args") or []
+    if node.get("agg_within_group"):  # an ordered-set aggregate takes its ORDER BY's value last
+        args = [*args, *(item["SortBy"]["node"] for item in node.get("agg_order") or ())]
     if node.get("func_variadic") and name in ("jsonb_build_object", "jsonb_build_array"):
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(VARIADIC array) is not supported; list the arguments",
                        position=_position(node))

@@ -155,6 +155,12 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2105, "avg", "double precision", "double precision", "avg({0})"),
     F(1811, "bit_length", "text", "integer", "bit_length({0})"),
     A(2517, "bool_and", "boolean", "boolean", "bool_and({0})"),
+    # Ordered-set aggregates: the last argument is the WITHIN GROUP (ORDER BY ...) one.
+    A(3974, "percentile_cont", "double precision, double precision", "double precision",
+      "percentile_cont({0}) within group (order by {1} nulls last)"),
+    A(3972, "percentile_disc", "double precision, anyelement", "anyelement",
+      "percentile_disc({0}) within group (order by {1} nulls last)"),
+    A(3984, "mode", "anyelement", "anyelement", "mode() within group (order by {0} nulls last)"),
     A(2236, "bit_and", "smallint", "smallint", "bit_and({0})"),
     A(2238, "bit_and", "integer", "integer", "bit_and({0})"),
     A(2240, "bit_and", "bigint", "bigint", "bit_and({0})"),

@@ -288,6 +288,19 @@ def _bytea_text(cast: exp.Cast) -> exp.Expression:
 CORR = "if(regr_sxx({0}, {1}) = 0 or regr_syy({0}, {1}) = 0, null, corr({0}, {1}))"
 
 
+def _exact_percentile(node: exp.Expression) -> exp.Expression:
+    """percentile_cont/percentile_disc as Spark's exact ones: sqlglot writes its own
+    PercentileCont for Spark as PERCENTILE_APPROX, an estimate."""
+    name = "percentile_cont" if isinstance(node, exp.PercentileCont) else "percentile_disc"
+    return exp.Anonymous(this=name, expressions=[node.this.copy()])
+
+
+def exact_percentiles(tree: exp.Expression) -> exp.Expression:
+    """`tree` with every percentile_cont/percentile_disc made Spark's exact one."""
+    return tree.transform(lambda n: _exact_percentile(n) if isinstance(n, (exp.PercentileCont, exp.PercentileDisc))
+                          else n)
+
+
 def _corr(node: exp.Corr) -> exp.Expression:
     """corr(y, x) is NULL where a variance is 0, as float8_corr's (Spark's is NaN)."""
     y, x = node.this, node.expression
@@ -300,6 +313,8 @@ def _corr(node: exp.Corr) -> exp.Expression:
 
 _REWRITES: dict[type, Callable] = {
     exp.Corr: _corr,
+    exp.PercentileCont: _exact_percentile,
+    exp.PercentileDisc: _exact_percentile,
     exp.Initcap: _initcap,
     exp.ArrayRemove: _array_remove,
     exp.Log: _log,

@@ -28,6 +28,9 @@ from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeCol
 from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
 GROUPING_ERROR = "42803"
+# Aggregates called as f(direct args) WITHIN GROUP (ORDER BY x); Spark has exact ones of these
+# over numbers (percentile_disc of other types is refused there).
+_ORDERED_SET = frozenset({"percentile_cont", "percentile_disc", "mode"})
 WINDOWING_ERROR = "42P20"
 _DEFAULT_FRAME = 1058  # FRAMEOPTION_DEFAULTS: RANGE UNBOUNDED PRECEDING to CURRENT ROW
 _INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
@@ -643,9 +646,10 @@ class Binder(ArrayBinding):
             return self._pg_typeof(n, where)
         if n.get("over") is not None:
             return self._window_call(n, name, schema, where)
-        if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_within_group"):
-            raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
         overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")]
+        within = self._within_group(n, name, bool(overloads), where)
+        if n.get("agg_filter") is not None or (n.get("agg_order") and within is None):
+            raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
         if any(f.kind is Kind.TABLE for f in overloads):
             raise p.NotYet(f"set-returning function {name} is not supported yet", position=where)
         level = self._levels[-1] if self._levels else None
@@ -660,6 +664,7 @@ class Binder(ArrayBinding):
             collected, level.aggregates = level.aggregates, None
             try:
                 args = [] if star else [self.expr(a) for a in n.get("args") or ()]
+                args += [self.expr(x) for x in within or ()]
             finally:
                 level.aggregates = collected
         else:
@@ -671,6 +676,12 @@ class Binder(ArrayBinding):
             raise SqlError(SYNTAX_ERROR, f"{name}(*) specified, but {name} is not an aggregate function",
                            position=where)
         func, bound, result = _resolved_call(name, overloads, args, where)
+        if within is not None and func.name not in _ORDERED_SET:
+            raise SqlError(WRONG_OBJECT_TYPE, f"WITHIN GROUP specified, but {name} is not an ordered-set "
+                                              "aggregate function", position=where)
+        if func.name in _ORDERED_SET and (coerce.category(bound[-1].type) != "N" or bound[-1].type.is_array):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} over {bound[-1].type.display()} is not supported: "
+                                                  "Spark's is over numbers only", position=where)
         if func.kind is Kind.AGGREGATE:
             if bound and not any(_refers_at(a, 0) for a in bound) and any(_refers_outward(a, 1) for a in bound):
                 # PostgreSQL evaluates such an aggregate in the outer query that owns its columns.
@@ -679,6 +690,34 @@ class Binder(ArrayBinding):
             level.aggregates.append(p.AggCall(func, bound, bool(n.get("agg_distinct")), result))
             return _AggSlot(len(level.aggregates) - 1, result)
         return p.Call(func, bound, result)
+
+    def _within_group(self, n: dict, name: str, known: bool, where: int | None) -> list[Node] | None:
+        """An ordered-set aggregate's WITHIN GROUP (ORDER BY x): [x], which its signature takes
+        after the direct arguments (None for any other call); PostgreSQL's 42809 for WITHIN
+        GROUP on another function, or an ordered-set aggregate without it."""
+        ordered_set = name in _ORDERED_SET and known
+        if not n.get("agg_within_group"):
+            if ordered_set:
+                raise SqlError(WRONG_OBJECT_TYPE, f"WITHIN GROUP is required for ordered-set aggregate {name}",
+                               position=where)
+            return None
+        sorts = [item["SortBy"] for item in n["agg_order"]]
+        if not ordered_set:  # found by every argument first, as PostgreSQL does (42883), then 42809
+            return [sort["node"] for sort in sorts]
+        if any(sort.get("sortby_dir", "SORTBY_DEFAULT") not in ("SORTBY_DEFAULT", "SORTBY_ASC")
+               or sort.get("sortby_nulls", "SORTBY_NULLS_DEFAULT") != "SORTBY_NULLS_DEFAULT" or sort.get("useOp")
+               for sort in sorts):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} WITHIN GROUP (ORDER BY ... DESC or NULLS) is not "
+                                                  "supported", position=where)
+        for a in n.get("args") or ():
+            fraction = self.expr(a)
+            if not isinstance(fraction, p.Literal):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} of a fraction that is not a constant is not "
+                                                      "supported", position=where)
+            value = fraction.value
+            if value is not None and not isinstance(value, str) and not 0 <= value <= 1:
+                raise SqlError("22003", f"percentile value {value} is not between 0 and 1", position=where)
+        return [sort["node"] for sort in sorts]
 
     def _window_call(self, n: dict, name: str, schema: str | None, where: int | None) -> p.Expr:
         """`f(...) OVER (PARTITION BY ... ORDER BY ...)`: a window function, or an aggregate

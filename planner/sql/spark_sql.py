@@ -667,7 +667,7 @@ def _parsed_template(template: str, nargs: int) -> exp.Expression:
     text = template
     for i in range(nargs):
         text = text.replace(f"{{{i}}}", f"__arg{i}__")
-    return sqlglot.parse_one(text, read="spark")
+    return pg_functions.exact_percentiles(sqlglot.parse_one(text, read="spark"))
 
 
 def _template(template: str, args: list[exp.Expression]) -> exp.Expression:

@@ -45,6 +45,8 @@ def _call(f: Function) -> str:
     args = [_CONSTANTS.get((f.name, i), f"a{i}x") for i in range(len(f.args))]
     if f.name == "extract":
         return f"extract({args[0]} FROM {args[1]})"
+    if f.name in ("percentile_cont", "percentile_disc", "mode"):  # ordered-set: ORDER BY's value last
+        return f"{f.name}({', '.join(args[:-1])}) WITHIN GROUP (ORDER BY {args[-1]})"
     if f.name == "position":
         return f"position({args[1]} IN {args[0]})"  # PostgreSQL catalogs it as position(string, substring)
     return f"{f.name}({', '.join(args)})"
