@@ -275,6 +275,8 @@ def _aggregate(node: exp.Expression) -> AggregatePlan:
     _no_subqueries(node)
     source, alias = _from_alias(node)
     group = node.args.get("group")
+    if group is not None and any(isinstance(k, (exp.GroupingSets, exp.Cube, exp.Rollup)) for k in group.expressions):
+        raise NotIncremental("grouping sets are recomputed")
     keys = [k.copy() for k in group.expressions] if group else []
     if any(isinstance(k, exp.Literal) for k in keys):
         raise NotIncremental("GROUP BY position is recomputed")

@@ -603,6 +603,7 @@ _INTERNAL_SPARK = frozenset((
     "chr", "translate", "typeof",  # array::text: planner.pg_functions.array_text_template
     "instr", "regexp_replace",  # a numeric's text without Spark's padding: pg_functions.UNSCALED_NUMERIC_TEXT
     "slice",  # a[i:j]: planner.sql.spark_sql
+    "grouping_id",  # GROUPING(a, ...) over grouping sets: planner.sql.bind
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

@@ -21,7 +21,7 @@ from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
-from planner.sql import coerce, colnames
+from planner.sql import coerce, colnames, grouping_sets
 from planner.sql import plan as p
 from planner.sql.bind_arrays import ArrayBinding
 from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, one
@@ -215,7 +215,7 @@ class Binder(ArrayBinding):
                        for n, e in self._targets(s.get("targetList") or [], scope)]
             names = [n for n, _ in targets]
             exprs = [e for _, e in targets]
-            group = self._group_keys(s.get("groupClause") or [], targets, level)
+            group, sets = self._group_keys(s.get("groupClause") or [], targets, level)
             having = (self._condition(s["havingClause"], "HAVING")
                       if s.get("havingClause") is not None else None)
             distinct = s.get("distinctClause")
@@ -224,7 +224,7 @@ class Binder(ArrayBinding):
             order, hidden = self._order_by(s.get("sortClause") or [], names, exprs, bool(distinct))
             aggregated = group is not None or bool(level.aggregates) or having is not None
             if aggregated:
-                rel, exprs, hidden, having = self._reduce(rel, scope, group or [], level.aggregates,
+                rel, exprs, hidden, having = self._reduce(rel, scope, group or [], sets, level.aggregates,
                                                           exprs, hidden, having)
                 if having is not None:
                     rel = p.Filter(rel, having)
@@ -379,14 +379,20 @@ class Binder(ArrayBinding):
             cols = scope.star(table, schema)
         return [(c.name, p.ColRef(0, c.index, c.type)) for c in cols]
 
-    def _group_keys(self, items: list[Node], targets: list[tuple[str, p.Expr]],
-                    level: _Level) -> list[p.Expr] | None:
+    def _group_keys(self, items: list[Node], targets: list[tuple[str, p.Expr]], level: _Level
+                    ) -> tuple[list[p.Expr] | None, tuple[tuple[int, ...], ...] | None]:
+        """The GROUP BY keys, and its grouping sets as indices of them (planner.sql.grouping_sets)."""
         if not items:
-            return None
+            return None, None
+        expanded = grouping_sets.expand(items)
+        nodes = items if expanded is None else [x for s in expanded for x in s]
         keys: list[p.Expr] = []
+        of_node: dict[int, int] = {}  # id of a node → its key
         saved, level.aggregates, level.agg_context = level.aggregates, None, "GROUP BY"
         try:
-            for item in items:
+            for item in nodes:
+                if id(item) in of_node:
+                    continue
                 index = _ordinal(item, len(targets), "GROUP BY")
                 if index is None and node_type(item) == "ColumnRef":
                     fields_ = names(item["ColumnRef"]["fields"])
@@ -399,9 +405,28 @@ class Binder(ArrayBinding):
                                    position=_location(item))
                 if expr not in keys:
                     keys.append(expr)
+                of_node[id(item)] = keys.index(expr)
         finally:
             level.aggregates, level.agg_context = saved, ""
-        return keys
+        if expanded is None or len(expanded) == 1:
+            return keys, None
+        return keys, tuple(tuple(dict.fromkeys(of_node[id(x)] for x in s)) for s in expanded)
+
+    def _grouping(self, n: dict) -> p.Expr:
+        """GROUPING(a, ...): a bit per argument, set where the row's grouping set lacks it."""
+        level = self._levels[-1] if self._levels else None
+        if level is None or level.aggregates is None:
+            context = (level.agg_context if level else "") or "this context"
+            raise SqlError(GROUPING_ERROR, f"grouping operations are not allowed in {context}", position=_pos(n))
+        collected, level.aggregates = level.aggregates, None
+        try:
+            args = tuple(self.expr(a) for a in n["args"])
+        finally:
+            level.aggregates = collected
+        template = f"grouping_id({', '.join(f'{{{i}}}' for i in range(len(args)))})"
+        func = functions.Function(0, "grouping", ("any",) * len(args), "integer", template, kind=Kind.AGGREGATE)
+        level.aggregates.append(p.AggCall(func, args, False, coerce.INTEGER))
+        return _AggSlot(len(level.aggregates) - 1, coerce.INTEGER)
 
     def _order_by(self, items: list[Node], names_: list[str], exprs: list[p.Expr],
                   distinct: bool) -> tuple[list[p.SortKey], list[p.Expr]]:
@@ -426,13 +451,17 @@ class Binder(ArrayBinding):
             keys.append(_sort_key(index, sort))
         return keys, hidden
 
-    def _reduce(self, rel: p.Rel, scope: Scope, keys: list[p.Expr], aggs: list[p.AggCall],
-                exprs: list[p.Expr], hidden: list[p.Expr], having: p.Expr | None):
+    def _reduce(self, rel: p.Rel, scope: Scope, keys: list[p.Expr], sets: tuple[tuple[int, ...], ...] | None,
+                aggs: list[p.AggCall], exprs: list[p.Expr], hidden: list[p.Expr], having: p.Expr | None):
         """The Reduce, and the select list, ORDER BY and HAVING re-expressed over its columns;
         a bare input column that is not a key is PostgreSQL's 42803."""
         n = len(keys)
         names_ = tuple(f"?key{i}" for i in range(n)) + tuple(a.func.name for a in aggs)
-        reduce = p.Reduce(rel, tuple(keys), tuple(aggs), names_)
+        for a in aggs:
+            if a.func.oid == 0 and a.func.name == "grouping" and any(x not in keys for x in a.args):
+                raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the "
+                                               "associated query level")
+        reduce = p.Reduce(rel, tuple(keys), tuple(aggs), names_, sets)
 
         def over_reduce(e: p.Expr) -> p.Expr:
             if e in keys:
@@ -800,6 +829,7 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
     "TypeCast": Binder._type_cast,
     "FuncCall": Binder._func_call,
     "SubLink": Binder._sub_link,
+    "GroupingFunc": Binder._grouping,
     "A_ArrayExpr": Binder._array_expr,  # planner.sql.bind_arrays
     "A_Indirection": Binder._indirection,
 }

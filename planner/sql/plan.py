@@ -278,6 +278,9 @@ class Reduce:
     keys: tuple[Expr, ...]
     aggregates: tuple[AggCall, ...]
     names: tuple[str, ...]
+    # GROUPING SETS/ROLLUP/CUBE: each set as indices of `keys` (None: one set, every key); a
+    # key outside a row's set is NULL in it
+    sets: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True)

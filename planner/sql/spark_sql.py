@@ -188,10 +188,16 @@ class _Generator:
     def _reduce(self, r: p.Reduce) -> exp.Select:
         source, cols = self._from(r.input)
         keys = [self.scalar(k, cols) for k in r.keys]
-        aggs = [self._aggregate(a, cols) for a in r.aggregates]
+        aggs = [exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("INT"))
+                if r.sets is None and a.func.oid == 0 and a.func.name == "grouping"  # one set: all grouped
+                else self._aggregate(a, cols) for a in r.aggregates]
         q = exp.select(*(_as(e, i) for i, e in enumerate(keys + aggs)))
         if source is not None:
             q = q.from_(source)
+        if r.sets is not None:
+            sets = [exp.Tuple(expressions=[_not_ordinal(keys[i].copy()) for i in s]) for s in r.sets]
+            q.set("group", exp.Group(expressions=[exp.GroupingSets(expressions=sets)]))
+            return q
         return q.group_by(*(_not_ordinal(k.copy()) for k in keys)) if keys else q
 
     def _aggregate(self, a: p.AggCall, cols) -> exp.Expression:

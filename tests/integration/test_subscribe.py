@@ -369,6 +369,9 @@ QUERIES = {
                 "SELECT b.id, r.zone FROM big b JOIN sh_regions r ON b.region = r.region",
     "aggregate_of_join": "SELECT r.zone, count(*) AS n, avg(o.amount) AS mean FROM sh_orders o "
                          "JOIN sh_regions r USING (region) GROUP BY r.zone",
+    # Grouping sets: recomputed (the aggregate strategy keeps one set of keys).
+    "rollup": "SELECT region, sum(amount) AS total, GROUPING(region) AS g, "
+              "percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) AS median FROM sh_orders GROUP BY ROLLUP (region)",
 }
 SHAPES.update({name: (f"({q})", q) for name, q in QUERIES.items()})
 
