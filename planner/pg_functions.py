@@ -285,6 +285,35 @@ def _bytea_text(cast: exp.Cast) -> exp.Expression:
                              exp.Lower(this=_fn("hex", cast.this))), to=cast.to.copy())
 
 
+# upper/lower as PostgreSQL's (towupper/towlower of each character under C.UTF-8), where Java's
+# full case mapping differs: upper('ß') is 'ß', not 'SS' (a character whose uppercase is
+# several stays itself, or takes its one-character mapping: ᾳ is ᾼ), lower('Σ') is always σ
+# (Java writes ς at a word's end) and lower('İ') is i. Such characters are swapped for
+# private-use ones around Spark's upper/lower, only in a value that holds one (a value that
+# also holds those private-use characters would have them swapped back).
+_UPPER_FROM = "\u00df\u0149\u01f0\u0390\u03b0\u0587\u1e96\u1e97\u1e98\u1e99\u1e9a\u1f50\u1f52\u1f54\u1f56\u1f80\u1f81\u1f82\u1f83\u1f84\u1f85\u1f86\u1f87\u1f88\u1f89\u1f8a\u1f8b\u1f8c\u1f8d\u1f8e\u1f8f\u1f90\u1f91\u1f92\u1f93\u1f94\u1f95\u1f96\u1f97\u1f98\u1f99\u1f9a\u1f9b\u1f9c\u1f9d\u1f9e\u1f9f\u1fa0\u1fa1\u1fa2\u1fa3\u1fa4\u1fa5\u1fa6\u1fa7\u1fa8\u1fa9\u1faa\u1fab\u1fac\u1fad\u1fae\u1faf\u1fb2\u1fb3\u1fb4\u1fb6\u1fb7\u1fbc\u1fc2\u1fc3\u1fc4\u1fc6\u1fc7\u1fcc\u1fd2\u1fd3\u1fd6\u1fd7\u1fe2\u1fe3\u1fe4\u1fe6\u1fe7\u1ff2\u1ff3\u1ff4\u1ff6\u1ff7\u1ffc\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06\ufb13\ufb14\ufb15\ufb16\ufb17"
+_UPPER_TO = "\u00df\u0149\u01f0\u0390\u03b0\u0587\u1e96\u1e97\u1e98\u1e99\u1e9a\u1f50\u1f52\u1f54\u1f56\u1f88\u1f89\u1f8a\u1f8b\u1f8c\u1f8d\u1f8e\u1f8f\u1f88\u1f89\u1f8a\u1f8b\u1f8c\u1f8d\u1f8e\u1f8f\u1f98\u1f99\u1f9a\u1f9b\u1f9c\u1f9d\u1f9e\u1f9f\u1f98\u1f99\u1f9a\u1f9b\u1f9c\u1f9d\u1f9e\u1f9f\u1fa8\u1fa9\u1faa\u1fab\u1fac\u1fad\u1fae\u1faf\u1fa8\u1fa9\u1faa\u1fab\u1fac\u1fad\u1fae\u1faf\u1fb2\u1fbc\u1fb4\u1fb6\u1fb7\u1fbc\u1fc2\u1fcc\u1fc4\u1fc6\u1fc7\u1fcc\u1fd2\u1fd3\u1fd6\u1fd7\u1fe2\u1fe3\u1fe4\u1fe6\u1fe7\u1ff2\u1ffc\u1ff4\u1ff6\u1ff7\u1ffc\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06\ufb13\ufb14\ufb15\ufb16\ufb17"
+_LOWER_FROM, _LOWER_TO = "\u0130\u03a3", "i\u03c3"
+
+
+def _case_template(name: str, special: str, mapped: str) -> str:
+    held = "".join(chr(0xE000 + i) for i in range(len(special)))
+    return (f"case when {{0}} rlike '[{special}]' then translate({name}(translate({{0}}, '{special}', '{held}')), "
+            f"'{held}', '{mapped}') else {name}({{0}}) end")
+
+
+UPPER = _case_template("upper", _UPPER_FROM, _UPPER_TO)
+LOWER = _case_template("lower", _LOWER_FROM, _LOWER_TO)
+
+
+def _cased(template: str) -> Callable:
+    def make(node: exp.Expression) -> exp.Expression:
+        tree = sqlglot.parse_one(template.replace("{0}", "__a0"), read="spark")
+        arg = node.this
+        return tree.transform(lambda n: arg.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)
+    return make
+
+
 CORR = "if(regr_sxx({0}, {1}) = 0 or regr_syy({0}, {1}) = 0, null, corr({0}, {1}))"
 
 
@@ -312,6 +341,8 @@ def _corr(node: exp.Corr) -> exp.Expression:
 
 
 _REWRITES: dict[type, Callable] = {
+    exp.Upper: _cased(UPPER),
+    exp.Lower: _cased(LOWER),
     exp.Corr: _corr,
     exp.PercentileCont: _exact_percentile,
     exp.PercentileDisc: _exact_percentile,

@@ -75,7 +75,10 @@ def translated(f: Function) -> str | None:
         m = re.match(r"^SELECT (.*?)(?: OVER \(.*\))? AS `[^`]*` FROM t AS `t`$", text, re.DOTALL)
         body = m.group(1) if m else text
     body = re.sub(r"(?:`?t`?\.)?`?a(\d)x`?", r"{\1}", body)
-    return body.lower()
+    # In lower case, but for string constants of characters beyond ASCII (upper's 'ß...'),
+    # which lower() would change.
+    return "".join(part if part.startswith("'") and not part.isascii() else part.lower()
+                   for part in re.split(r"('(?:[^']|'')*')", body))
 
 
 _GUARDED = ("ln", "log", "log10")
