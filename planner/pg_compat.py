@@ -849,7 +849,11 @@ def _domain_base_type(node: exp.Subquery) -> exp.Expression | None:
 
 
 def _rewrite(tree: exp.Expression) -> exp.Expression:
-    """Innermost first, so each rewrite sees its arguments already rewritten."""
+    """Innermost first, so each rewrite sees its arguments already rewritten. The argument
+    of pg_typeof stays as written: typeof types it as the user wrote it (`upper(b)`, not the
+    CASE that computes PostgreSQL's upper) and replaces the call by a constant."""
+    if isinstance(tree, exp.Anonymous) and tree.name.lower() == "pg_typeof":
+        return tree
     for key, value in list(tree.args.items()):
         if isinstance(value, exp.Expression):
             new = _rewrite(value)

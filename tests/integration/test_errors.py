@@ -70,7 +70,7 @@ CASES = [
     ("CREATE INDEX items_idx ON items ((id + 1))", "0A000", ["indexes on expressions"]),
     ("PREPARE p AS SELECT * FROM nowhere", "42P01", ['"nowhere"']),
     ("EXECUTE nostmt", "26000", ['"nostmt"']),
-    ("TRUNCATE items", "0A000", ["TRUNCATE"]),
+    ("TRUNCATE nowhere", "42P01", ['"nowhere"']),
     ("VACUUM items", "0A000", ["VACUUM"]),
     ("CREATE TABLE chk (id int CHECK (id > (SELECT 1)))", "0A000", ["subquery in check constraint"]),
     ("INSERT INTO items VALUES (9, 1, 1, 'a', 'x') RETURNING id + 1", "0A000", ["RETURNING", "id + 1"]),
