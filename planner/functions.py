@@ -604,6 +604,7 @@ _INTERNAL_SPARK = frozenset((
     "instr", "regexp_replace",  # a numeric's text without Spark's padding: pg_functions.UNSCALED_NUMERIC_TEXT
     "slice",  # a[i:j]: planner.sql.spark_sql
     "grouping_id",  # GROUPING(a, ...) over grouping sets: planner.sql.bind
+    "format_string",  # a float's digits as a numeric (printf's %.15g): planner.sql.spark_sql
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

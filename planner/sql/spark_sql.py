@@ -451,6 +451,17 @@ class _Generator:
                 # An explicit cast to varchar(n) or char(n) cuts the value to n characters, as
                 # PostgreSQL's does (char(n)'s padding is its output's)
                 return pg_functions.varchar_cut(self.scalar(arg, cols), t.max_length)
+            case p.Cast(arg=arg, type=t) if arg.type.base.name in _FLOATS and t.base.name == "numeric" \
+                    and not arg.type.is_array and not t.is_array:
+                # float8_numeric/float4_numeric: the value's first 15 (float4: 6) significant
+                # digits, as printf's %.15g writes them, then the target's scale; Spark's own
+                # cast takes the binary value's digits (0.1::float4 was 0.1000000015 and
+                # 1e-12::float8 was 0 at an unconstrained numeric's scale 10)
+                digits = 6 if arg.type.base.name == "real" else 15
+                text = exp.Anonymous(this="format_string", expressions=[
+                    exp.Literal.string(f"%.{digits - 1}e"), self.scalar(arg, cols)])
+                target = t.spark if t.typmod >= 0 else "DECIMAL(38, 18)"
+                return exp.Cast(this=text, to=exp.DataType.build(target))
             case p.Cast(arg=arg, type=t) if arg.type.base.name in _INTEGERS and t == _UNCONSTRAINED \
                     and not arg.type.is_array:
                 # An integer as a numeric has no fraction, and a constant no more digits than it
