@@ -24,7 +24,7 @@ from decimal import Decimal
 import sqlglot
 from sqlglot import exp
 
-from planner import pg_float, pg_strings
+from planner import pg_extract, pg_float, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.types import column_type
@@ -198,30 +198,10 @@ def _unit(node: exp.Expression) -> str:
 
 
 def _extract(node: exp.Extract) -> exp.Expression:
-    """EXTRACT / date_part fields that Spark names or counts differently."""
-    unit, x = _unit(node), node.expression
-    if unit == "dow":  # PostgreSQL: Sunday is 0; Spark's DAYOFWEEK: Sunday is 1
-        return exp.Sub(this=_fn("dayofweek", x), expression=exp.Literal.number(1))
-    if unit == "isodow":  # Monday 1 ... Sunday 7
-        return exp.Add(this=_fn("weekday", x), expression=exp.Literal.number(1))
-    if unit == "epoch":
-        micros = _fn("unix_micros", exp.Cast(this=x.copy(), to=exp.DataType.build("TIMESTAMP")))
-        seconds = exp.Div(this=exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(38, 6)")),
-                          expression=exp.Literal.number(1000000))
-        return exp.Cast(this=seconds, to=exp.DataType.build("DECIMAL(38, 6)"))  # PostgreSQL's scale
-    if unit in _SECOND_FRACTIONS:  # the seconds field, fraction included, in ms or µs
-        factor, decimal = _SECOND_FRACTIONS[unit]
-        seconds = exp.Extract(this=exp.Var(this="SECOND"), expression=x.copy())
-        return exp.Cast(this=exp.Mul(this=seconds, expression=exp.Literal.number(factor)),
-                        to=exp.DataType.build(decimal))
-    if unit == "isoyear":
-        return exp.Extract(this=exp.Var(this="YEAROFWEEK"), expression=x.copy())
-    return node
-
-
-# extract(milliseconds | microseconds ...): the factor on Spark's SECOND (decimal(8, 6)), and
-# PostgreSQL's scale.
-_SECOND_FRACTIONS = {"milliseconds": (1000, "DECIMAL(11, 3)"), "microseconds": (1000000, "DECIMAL(14, 0)")}
+    """EXTRACT / date_part fields that Spark names or counts differently (the older path
+    knows no argument types: the others stay Spark's, at Spark's type)."""
+    computed = pg_extract.older_path_field(_unit(node), node.expression)
+    return computed if computed is not None else node
 
 
 def one_dimensional(array: exp.Expression) -> exp.Expression:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from planner import pg_extract
 from planner.pg_numeric import VARIANCES
 from planner.sql import plan as p
 from planner.types import SqlType
@@ -203,6 +204,8 @@ def _scaled(t: SqlType, s: int) -> SqlType:
 
 
 def _call_scale(name: str, args: tuple[p.Expr, ...], inputs: Scales) -> int | None:
+    if name == "extract" and len(args) == 2 and isinstance(args[0], p.Literal) and isinstance(args[0].value, str):
+        return pg_extract.scale(args[0].value, pg_extract.Source(args[1].type.base.name))
     if name in ("round", "trunc") and len(args) == 2:
         digits = args[1]
         if isinstance(digits, p.Literal) and isinstance(digits.value, int) and _is_numeric(args[0].type):

@@ -17,7 +17,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-from planner import jsonb_calls, params, pg_format, pg_functions, pg_strings
+from planner import jsonb_calls, params, pg_extract, pg_format, pg_functions, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import Kind
@@ -374,6 +374,9 @@ class _Generator:
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
             case p.Call(func=f, args=args) if f.name == "array_to_string" and args[0].type.base.name != "text":
                 return self._array_to_string(args, cols)
+            case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name in ("extract", "date_part"):
+                compute = pg_extract.extract if f.name == "extract" else pg_extract.date_part
+                return compute(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))
             case p.Call(func=f, args=args):
                 if f.name in ("concat", "concat_ws"):
                     return self._concat(f.name, args, cols)

@@ -145,7 +145,6 @@ def test_what_it_does_not_cover_takes_the_older_path(postgres, ours, sql):
     "SELECT col0, rank() OVER w FROM tab0 WINDOW w AS (ORDER BY col1)",
     "SELECT sum(col0) OVER (ORDER BY col0 ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM tab0",
     "SELECT unnest(ARRAY[1, 2])",
-    "SELECT extract(year FROM DATE '2026-01-05'), date_part('dow', DATE '2026-01-05')",
     "SELECT greatest(1, 2), least(3, 4), current_date = current_date, ARRAY(SELECT 1)",
     "SELECT json_build_object('a', 1, 'b', 'x')::text, json_build_object()::text",
 ])
@@ -156,6 +155,39 @@ def test_the_older_path_names_columns_and_answers_as_postgres(postgres, ours, sq
     got = ours.execute(sql)
     assert [d.name for d in got.description] == [d.name for d in expected.description]
     assert _normal(got.fetchall()) == _normal(expected.fetchall())
+
+
+_FIELDS = ("year", "month", "day", "hour", "minute", "second", "milliseconds", "microseconds", "quarter",
+           "week", "doy", "dow", "isodow", "isoyear", "decade", "century", "millennium", "epoch")
+
+
+@pytest.mark.parametrize("value", ["TIMESTAMP '2021-01-03 04:05:06.789'", "DATE '2000-12-31'",
+                                   "TIMESTAMPTZ '2024-02-29 23:59:59.5+00'"])
+def test_extract_and_date_part_are_postgres_numeric_and_double(postgres, ours, value):
+    """extract is numeric at the field's scale, date_part double precision (a date's
+    time-of-day fields through its midnight): the types on the wire, the text of each."""
+    fields = [f for f in _FIELDS if not (value.startswith("DATE") and f in
+                                          ("hour", "minute", "second", "milliseconds", "microseconds"))]
+    sql = ("SELECT " + ", ".join(f"extract({f} FROM {value})::text, extract({f} FROM {value})" for f in fields)
+           + ", " + ", ".join(f"date_part('{f}', {value})" for f in _FIELDS))
+    expected = postgres.execute(sql)
+    got = ours.execute(sql)
+    assert [d.type_code for d in got.description] == [d.type_code for d in expected.description]
+    assert got.fetchall() == expected.fetchall()
+
+
+@pytest.mark.parametrize("sql, sqlstate", [
+    ("SELECT extract(hour FROM DATE '2020-01-01')", "0A000"),
+    ("SELECT extract(fortnight FROM DATE '2020-01-01')", "22023"),
+    ("SELECT date_part('timezone', TIMESTAMP '2020-01-01')", "0A000"),
+])
+def test_extract_errors_as_postgres(postgres, ours, sql, sqlstate):
+    for conn in (postgres, ours):
+        with pytest.raises(psycopg.Error) as err:
+            conn.execute(sql)
+        assert err.value.sqlstate == sqlstate
+        assert "unit" in str(err.value)
+    assert ours.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_a_query_only_postgres_grammar_reads_is_selected_stored_and_subscribed(postgres, server, ours):

@@ -1,0 +1,168 @@
+"""EXTRACT(field FROM x) and date_part('field', x) of dates and timestamps, as PostgreSQL 15's.
+
+PostgreSQL's extract is numeric, at a scale that depends on the field (`second` 1.500000,
+`milliseconds` 1500.000, `epoch` of a timestamp 1577836801.500000, of a date 1577836800);
+date_part is the same value as double precision, of a date through a timestamp (so
+`date_part('hour', d)` is 0 where `extract(hour from d)` is 0A000). Fields that Spark counts
+differently are computed here: `dow` (PostgreSQL's Sunday is 0, Spark's 1), `isodow`,
+`isoyear`, `decade`, `century`, `millennium`, `epoch` and the second's fractions.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from sqlglot import exp
+
+from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+
+
+class Source(Enum):
+    DATE = "date"
+    TIMESTAMP = "timestamp without time zone"
+    TIMESTAMPTZ = "timestamp with time zone"
+
+
+# The spellings PostgreSQL's DecodeUnits/DecodeSpecial accept for each field (lowercased;
+# a token is cut to 10 characters, hence "microsecon").
+_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "year": ("year", "years", "y", "yr", "yrs"),
+    "month": ("month", "months", "mon", "mons"),
+    "day": ("day", "days", "d"),
+    "hour": ("hour", "hours", "h", "hr", "hrs"),
+    "minute": ("minute", "minutes", "m", "min", "mins"),
+    "second": ("second", "seconds", "s", "sec", "secs"),
+    "milliseconds": ("millisecond", "milliseconds", "millisecon", "ms", "msec", "msecs", "mseconds"),
+    "microseconds": ("microsecond", "microseconds", "microsecon", "us", "usec", "usecs", "useconds"),
+    "quarter": ("quarter", "qtr"),
+    "week": ("week", "weeks", "w"),
+    "decade": ("decade", "decades", "dec", "decs"),
+    "century": ("century", "centuries", "c", "cent"),
+    "millennium": ("millennium", "millennia", "mil", "mils", "millenia"),
+    "dow": ("dow",),
+    "isodow": ("isodow",),
+    "doy": ("doy",),
+    "isoyear": ("isoyear",),
+    "epoch": ("epoch",),
+    "julian": ("julian", "j"),
+    "timezone": ("timezone",),
+    "timezone_hour": ("timezone_h",),
+    "timezone_minute": ("timezone_m",),
+}
+_FIELDS = {spelling: field for field, spellings in _SPELLINGS.items() for spelling in spellings}
+_TIME_OF_DAY = frozenset({"hour", "minute", "second", "milliseconds", "microseconds"})
+_ZONE = frozenset({"timezone", "timezone_hour", "timezone_minute"})
+
+# The DECIMAL each numeric field arrives as: PostgreSQL's scale for it.
+_DECIMALS = {"second": (8, 6), "milliseconds": (11, 3), "microseconds": (14, 0)}
+_SECOND_FACTORS = {"milliseconds": 1000, "microseconds": 1000000}
+_SPARK_FIELDS = {"year": "YEAR", "month": "MONTH", "day": "DAY", "hour": "HOUR", "minute": "MINUTE",
+                 "quarter": "QUARTER", "week": "WEEK", "doy": "DOY", "isoyear": "YEAROFWEEK"}
+
+
+def field(unit: str, source: Source) -> str:
+    """PostgreSQL's field for a unit as written, or its error for this source type."""
+    name = _FIELDS.get(unit.strip().lower())
+    if name is None:
+        raise SqlError("22023", f'unit "{unit}" not recognized for type {source.value}')
+    if source is Source.DATE and name in _TIME_OF_DAY | _ZONE or source is Source.TIMESTAMP and name in _ZONE:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{unit}" not supported for type {source.value}')
+    if name == "julian" and source is not Source.DATE or name in _ZONE:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f'extract({name} from {source.value}) is not supported')
+    return name
+
+
+def extract(unit: str, value: exp.Expression, source: Source) -> exp.Expression:
+    """extract(unit from value) as PostgreSQL's numeric, at its scale."""
+    name = field(unit, source)
+    if name == "julian":  # of a date: its Julian day number
+        return _cast(_julian_day(value), "DECIMAL(20, 0)")
+    if name == "epoch" and source is Source.DATE:
+        days = exp.Anonymous(this="unix_date", expressions=[value.copy()])
+        return _cast(exp.Mul(this=_cast(days, "DECIMAL(20, 0)"), expression=exp.Literal.number(86400)),
+                     "DECIMAL(20, 0)")
+    return _numeric(name, value, source)
+
+
+def scale(unit: str, source: Source) -> int | None:
+    """The scale of extract's numeric: every value has it (None for a unit it refuses)."""
+    try:
+        name = field(unit, source)
+    except SqlError:
+        return None
+    return _decimal(name, source)[1]
+
+
+def _decimal(name: str, source: Source) -> tuple[int, int]:
+    """The precision and scale extract's numeric arrives with."""
+    if name == "epoch":
+        return (20, 0) if source is Source.DATE else (38, 6)
+    return _DECIMALS.get(name, (20, 0))
+
+
+def _numeric(name: str, value: exp.Expression, source: Source = Source.TIMESTAMP) -> exp.Expression:
+    precision, digits = _decimal(name, source)
+    return _cast(spark_field(name, value), f"DECIMAL({precision}, {digits})")
+
+
+def date_part(unit: str, value: exp.Expression, source: Source) -> exp.Expression:
+    """date_part('unit', value) as PostgreSQL's double precision (a date as its midnight)."""
+    if source is Source.DATE:
+        if _FIELDS.get(unit.strip().lower()) == "julian":
+            return _cast(_julian_day(value), "DOUBLE")
+        value, source = _cast(value, "TIMESTAMP_NTZ"), Source.TIMESTAMP
+    return _cast(spark_field(field(unit, source), value), "DOUBLE")
+
+
+def spark_field(name: str, value: exp.Expression) -> exp.Expression:
+    """The Spark expression of a PostgreSQL field (as `field` names it) of a date or
+    timestamp, at Spark's own type."""
+    x = value.copy()
+    if name in _SPARK_FIELDS:
+        return exp.Extract(this=exp.Var(this=_SPARK_FIELDS[name]), expression=x)
+    if name == "dow":  # PostgreSQL: Sunday is 0; Spark's DAYOFWEEK: Sunday is 1
+        return exp.Sub(this=_fn("dayofweek", x), expression=exp.Literal.number(1))
+    if name == "isodow":  # Monday 1 ... Sunday 7
+        return exp.Add(this=_fn("weekday", x), expression=exp.Literal.number(1))
+    if name == "second":
+        return exp.Extract(this=exp.Var(this="SECOND"), expression=x)  # DECIMAL(8, 6): the fraction too
+    if name in _SECOND_FACTORS:
+        return exp.Mul(this=spark_field("second", x), expression=exp.Literal.number(_SECOND_FACTORS[name]))
+    if name == "epoch":
+        micros = _fn("unix_micros", _cast(x, "TIMESTAMP"))
+        return exp.Div(this=_cast(micros, "DECIMAL(38, 6)"), expression=exp.Literal.number(1000000))
+    year = exp.Extract(this=exp.Var(this="YEAR"), expression=x)
+    # For years after 0 (Spark's dates are proleptic Gregorian, year 0 is 1 BC): PostgreSQL's
+    # decade is year / 10, its century and millennium start at years ending in 1.
+    if name == "decade":
+        return _fn("floor", exp.Div(this=year, expression=exp.Literal.number(10)))
+    if name == "century":
+        return _fn("floor", exp.Div(this=exp.Paren(this=exp.Add(this=year, expression=exp.Literal.number(99))),
+                                    expression=exp.Literal.number(100)))
+    if name == "millennium":
+        return _fn("floor", exp.Div(this=exp.Paren(this=exp.Add(this=year, expression=exp.Literal.number(999))),
+                                    expression=exp.Literal.number(1000)))
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"extract({name}) is not supported")
+
+
+def _julian_day(date: exp.Expression) -> exp.Expression:
+    """A date's Julian day number: 1970-01-01 is day 2440588."""
+    return exp.Add(this=exp.Anonymous(this="unix_date", expressions=[date.copy()]), expression=exp.Literal.number(2440588))
+
+
+def _fn(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _cast(value: exp.Expression, spark_type: str) -> exp.Expression:
+    return exp.Cast(this=value, to=exp.DataType.build(spark_type, dialect="spark"))
+
+
+def older_path_field(unit: str, value: exp.Expression) -> exp.Expression | None:
+    """For the sqlglot path, which does not know the argument's type: the fields Spark
+    computes differently, as numerics at PostgreSQL's scale; None for the others."""
+    name = _FIELDS.get(unit.lower())
+    if name in ("epoch", "milliseconds", "microseconds", "dow", "isodow", "isoyear", "decade", "century",
+                "millennium"):
+        return _numeric(name, value)
+    return None
