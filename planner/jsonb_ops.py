@@ -24,6 +24,7 @@ UDF_NAMES: dict[str, str] = {
     "exists_any": "sparkwire_jsonb_exists_any",
     "exists_all": "sparkwire_jsonb_exists_all",
     "extract_path": "sparkwire_jsonb_extract",
+    "extract_path_text": "sparkwire_jsonb_extract_text",
     "delete_key": "sparkwire_jsonb_delete",
     "concat": "sparkwire_jsonb_concat",
 }
@@ -125,24 +126,38 @@ def _array_index(step: str, length: int) -> int | None:
 def extract_path(doc: str | None, path: list[str | None] | None) -> str | None:
     """`doc #> path`: the value at the path as jsonb text; NULL where a step is missing,
     a step is NULL, or a step goes into a scalar."""
-    if doc is None or path is None:
+    found, value = _at_path(doc, path)
+    return jsonb.jsonb_text(value) if found else None
+
+
+def extract_path_text(doc: str | None, path: list[str | None] | None) -> str | None:
+    """`doc #>> path`: the value at the path as text - a string without its quotes, a JSON
+    null as NULL, anything else as its jsonb text (`{"b": 1}`, `3.50`)."""
+    found, value = _at_path(doc, path)
+    if not found or value is None:
         return None
+    return value if isinstance(value, str) else jsonb.jsonb_text(value)
+
+
+def _at_path(doc: str | None, path: list[str | None] | None) -> tuple[bool, Any]:
+    if doc is None or path is None:
+        return False, None
     value = jsonb.parse_json(doc)
     for step in path:
         if step is None:
-            return None
+            return False, None
         if isinstance(value, dict):
             if step not in value:
-                return None
+                return False, None
             value = value[step]
         elif isinstance(value, list):
             index = _array_index(step, len(value))
             if index is None:
-                return None
+                return False, None
             value = value[index]
         else:
-            return None
-    return jsonb.jsonb_text(value)
+            return False, None
+    return True, value
 
 
 def delete_key(doc: str | None, key: str | None) -> str | None:

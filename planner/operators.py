@@ -45,6 +45,15 @@ JSONB_DELETE = ("CASE WHEN {0} IS NULL OR {1} IS NULL OR left({0}, 1) IN ('{', '
                 "THEN sparkwire_jsonb_delete({0}, {1}) "
                 "ELSE raise_error('sparkwire:22023:cannot delete from scalar') END")
 
+
+def _jsonb_element(udf: str) -> str:
+    """jsonb -> integer / ->> integer: an array's element (negative from the end); index 0
+    or -1 of a scalar is the scalar itself (PostgreSQL keeps a scalar as a one-element
+    array); an object has no elements."""
+    return ("case when startswith({0}, '[') then " + udf + "({0}, array(cast({1} as string))) "
+            "when startswith({0}, '{') then null when {1} in (0, -1) then " + udf + "({0}, cast(array() as array<string>)) end")
+
+
 # Arrays in PostgreSQL's order (array_cmp): element by element, a NULL element after every
 # other value (Spark's own order puts it first), then the shorter first.
 def _array_order(op: str) -> str:
@@ -71,7 +80,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(1876, "#", "smallint", "smallint", "smallint", "{0} ^ {1}"),
     O(1882, "#", "integer", "integer", "integer", "{0} ^ {1}"),
     O(1888, "#", "bigint", "bigint", "bigint", "{0} ^ {1}"),
-    O(3206, "#>>", "jsonb", "text[]", "text", "get_json_object({0}, path({1}))"),
+    O(3206, "#>>", "jsonb", "text[]", "text", "sparkwire_jsonb_extract_text({0}, {1})"),
     O(3967, "#>>", "json", "text[]", "text", "get_json_object({0}, path({1}))"),
     O(439, "%", "bigint", "bigint", "bigint", "{0} % {1}"),
     O(529, "%", "smallint", "smallint", "smallint", "{0} % {1}"),
@@ -159,12 +168,17 @@ OPERATORS: tuple[Operator, ...] = (
     O(3286, "-", "jsonb", "integer", "jsonb", "sparkwire_jsonb_delete_index({0}, {1})"),
     O(3287, "#-", "jsonb", "text[]", "jsonb", "sparkwire_jsonb_delete_nested({0}, {1})"),
     O(3241, "<>", "jsonb", "jsonb", "boolean", "{0} <> {1}"),
-    O(3211, "->", "jsonb", "text", "jsonb", "to_json(variant_get(parse_json({0}), path({1})))"),
-    O(3212, "->", "jsonb", "integer", "jsonb", "to_json(variant_get(parse_json({0}), path({1})))"),
+    # A key reads an object only, an index an array only (`'[5, 6]' -> '1'` is NULL where
+    # `#> '{1}'` is 6): the canonical text's first character says which it is. Index 0 or -1
+    # of a scalar is the scalar (PostgreSQL stores one as a one-element array).
+    O(3211, "->", "jsonb", "text", "jsonb",
+      "if(startswith({0}, '{'), sparkwire_jsonb_extract({0}, array({1})), null)"),
+    O(3212, "->", "jsonb", "integer", "jsonb", _jsonb_element("sparkwire_jsonb_extract")),
     O(3962, "->", "json", "text", "json", "to_json(variant_get(parse_json({0}), path({1})))"),
     O(3964, "->", "json", "integer", "json", "to_json(variant_get(parse_json({0}), path({1})))"),
-    O(3477, "->>", "jsonb", "text", "text", "get_json_object({0}, path({1}))"),
-    O(3481, "->>", "jsonb", "integer", "text", "get_json_object({0}, path({1}))"),
+    O(3477, "->>", "jsonb", "text", "text",
+      "if(startswith({0}, '{'), sparkwire_jsonb_extract_text({0}, array({1})), null)"),
+    O(3481, "->>", "jsonb", "integer", "text", _jsonb_element("sparkwire_jsonb_extract_text")),
     O(3963, "->>", "json", "text", "text", "get_json_object({0}, path({1}))"),
     O(3965, "->>", "json", "integer", "text", "get_json_object({0}, path({1}))"),
     O(527, "/", "smallint", "smallint", "smallint", "cast({0} div {1} as int)"),

@@ -20,7 +20,7 @@ from planner.pg_functions import ERROR_PREFIX
 # operation -> Spark SQL return type
 _RETURNS = {
     "contains": "boolean", "exists": "boolean", "exists_any": "boolean", "exists_all": "boolean",
-    "extract_path": "string", "delete_key": "string", "concat": "string",
+    "extract_path": "string", "extract_path_text": "string", "delete_key": "string", "concat": "string",
 }
 _ROWS = "array<struct<key:string,value:string>>"
 _FUNC_RETURNS = {

@@ -55,6 +55,19 @@ def test_extract_path(doc, path, expected):
     assert j.extract_path(doc, path) == expected
 
 
+@pytest.mark.parametrize("doc, path, expected", [
+    ('{"a": {"b": 1, "cc": [2, 3.50]}}', ["a"], '{"b": 1, "cc": [2, 3.50]}'),
+    ('{"a": "x\\ny"}', ["a"], "x\ny"),
+    ('{"a": null}', ["a"], None),
+    ('"x"', [], "x"),
+    ('{"a": true}', ["a"], "true"),
+    ('{"a": 1}', ["b"], None),
+    (None, ["a"], None),
+])
+def test_extract_path_text_unquotes_strings_and_writes_containers_as_jsonb(doc, path, expected):
+    assert j.extract_path_text(doc, path) == expected
+
+
 def test_delete_and_concat_write_jsonb_text():
     assert j.delete_key('{"a": 1, "bb": 2}', "a") == '{"bb": 2}'
     assert j.delete_key('["a", "b", "a", 1]', "a") == '["b", 1]'
