@@ -45,10 +45,30 @@ def split_statements(sql: str) -> list[Piece]:
             continue  # a comment belongs to no statement, nor makes one
         if start is None:
             start = tok.start
-        end = tok.end
+        end = _token_end(sql, tok)
     if start is not None:
         pieces.append(Piece(sql[start:end + 1], start))
     return pieces
+
+
+def _token_end(sql: str, tok) -> int:
+    """Where a token ends. pglast's scanner gives a Unicode-escape constant (`U&'...'`,
+    `U&"..."`) an end before its start: it ends at its closing quote (a doubled quote
+    stays inside)."""
+    if tok.end >= tok.start:
+        return tok.end
+    quote_at = min((i for i in (sql.find("'", tok.start), sql.find('"', tok.start)) if i >= 0), default=-1)
+    if quote_at < 0:
+        return len(sql) - 1
+    quote, i = sql[quote_at], quote_at + 1
+    while True:
+        j = sql.find(quote, i)
+        if j < 0:
+            return len(sql) - 1
+        if sql.startswith(quote * 2, j):
+            i = j + 2
+            continue
+        return j
 
 
 _WORD = re.compile(

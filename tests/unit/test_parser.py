@@ -33,6 +33,13 @@ def test_split_respects_strings_dollar_quotes_and_comments():
     assert pieces[1].offset == 32
 
 
+def test_unicode_escape_constants_are_whole_statements():
+    # pglast's scanner ends a U&'...' token before it starts: the statement was cut before it
+    sql = "SELECT U&'d\\0061t', U&'a''b;' UESCAPE '!'; SELECT U&\"x\" FROM t"
+    pieces = split_statements(sql)
+    assert [p.text for p in pieces] == ["SELECT U&'d\\0061t', U&'a''b;' UESCAPE '!'", 'SELECT U&"x" FROM t']
+
+
 def test_create_table_types_and_constraints():
     stmt = one("CREATE TABLE IF NOT EXISTS T (id int NOT NULL, price numeric(10,2) DEFAULT 0, "
                "tags text[], \"Name\" varchar(5))")
