@@ -16,7 +16,7 @@ from sqlglot import exp
 from planner import pg_parse
 from planner.sql import bind, coerce, dml, numeric_scale, spark_sql, value_scale
 from planner.sql import plan as p
-from planner.translate import TableSource
+from planner.translate import SessionContext, TableSource
 from planner.types import SqlType
 from server import system_catalog
 from server.catalog import Catalog, Item
@@ -123,14 +123,15 @@ def plan_write(text: str, table: str, targets: Sequence[dml.Target], catalog: Ca
 
 def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, object] | None = None,
          param_types: dict[int, SqlType] | None = None, write: _Dml | None = None,
-         per_value_scale: bool = False) -> BoundQuery | None:
+         per_value_scale: bool = False, session: SessionContext | None = None) -> BoundQuery | None:
     """The Spark SQL of a query, or None when this front end does not cover it yet.
 
     `resolver_for(views)` gives the coordinator's name resolver, noting reads in `views`;
     `param_values` None plans it for Describe (parameters as typed NULLs). Errors other
     than "not covered" are PostgreSQL's and are raised (and not remembered).
     `per_value_scale`: a top-level division, avg, sqrt ... arrives as PostgreSQL's text of
-    each value, with the scale PostgreSQL picks for it (planner.sql.value_scale)."""
+    each value, with the scale PostgreSQL picks for it (planner.sql.value_scale). `session`
+    supplies now(), version() and the like; without it a query calling them is not covered."""
     bound = _bind(text, catalog, param_types or {}, write)
     if bound.rel is None:
         return None
@@ -146,7 +147,7 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
         return source.spark_name
 
     try:
-        tree = spark_sql.to_spark_query(rel, spark_name, types, param_values)
+        tree = spark_sql.to_spark_query(rel, spark_name, types, param_values, session)
     except p.NotYet:
         return None
     reads = {item.id: item.name for _, item in bound.seen if item is not None}

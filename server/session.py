@@ -313,7 +313,7 @@ class Session:
             return None
         return bound_query.plan(stmt.text, self.catalog,
                                 lambda views: self.coord.resolver(views, self.context(), self.catalog),
-                                params, ptypes, per_value_scale=True)
+                                params, ptypes, per_value_scale=True, session=self.context())
 
     async def _explain(self, stmt: st.Explain, params, ptypes) -> Outcome:
         inner = stmt.statement

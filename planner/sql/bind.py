@@ -21,7 +21,7 @@ from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
-from planner.sql import coerce, colnames, grouping_sets
+from planner.sql import coerce, colnames, grouping_sets, value_functions
 from planner.sql import plan as p
 from planner.sql.bind_arrays import ArrayBinding
 from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, one
@@ -828,6 +828,7 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
     "CoalesceExpr": Binder._coalesce,
     "TypeCast": Binder._type_cast,
     "FuncCall": Binder._func_call,
+    "SQLValueFunction": lambda _binder, n: value_functions.bind(n),
     "SubLink": Binder._sub_link,
     "GroupingFunc": Binder._grouping,
     "A_ArrayExpr": Binder._array_expr,  # planner.sql.bind_arrays

@@ -20,10 +20,11 @@ from sqlglot import exp
 from planner import jsonb_calls, params, pg_extract, pg_format, pg_functions, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
-from planner.functions import Kind
+from planner.functions import Kind, Semantics
 from planner.sql import numeric_scale
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
+from planner.translate import SessionContext
 from planner.types import BY_NAME, SqlType
 
 # Get.name → the Spark table or view that holds the relation's rows now.
@@ -41,10 +42,12 @@ def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | No
 
 
 def to_spark_query(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
-                   param_values: dict[int, object] | None = None) -> exp.Query:
+                   param_values: dict[int, object] | None = None,
+                   session: SessionContext | None = None) -> exp.Query:
     """`to_spark`'s query as a sqlglot tree (Spark dialect), for planners that reshape it:
-    the SUBSCRIBE dataflow (planner.dataflow) derives its delta queries from it."""
-    query = _Generator(table_name, param_values).query(rel)
+    the SUBSCRIBE dataflow (planner.dataflow) derives its delta queries from it. `session`
+    gives the values of now(), version() and the like (without it they are not covered)."""
+    query = _Generator(table_name, param_values, session).query(rel)
     if output_types is not None:
         query = _cast_outputs(query, output_types)
     return query
@@ -72,9 +75,11 @@ def _output_cast(e: exp.Expression, t: SqlType) -> exp.Expression:
 
 
 class _Generator:
-    def __init__(self, table_name: TableName, param_values: dict[int, object] | None) -> None:
+    def __init__(self, table_name: TableName, param_values: dict[int, object] | None,
+                 session: SessionContext | None = None) -> None:
         self.table_name = table_name
         self.param_values = param_values
+        self.session = session
         self.aliases = (f"t{i}" for i in itertools.count())
         self.lambdas = (f"sw_any{i}" for i in itertools.count())  # element variables (ANY/ALL, ...)
         self.outer: list[list[exp.Expression]] = []  # enclosing levels' input columns, innermost last
@@ -367,6 +372,10 @@ class _Generator:
                 if n not in self.param_values:
                     raise SqlError("42P02", f"there is no parameter ${n}")
                 return _literal(_param_value(self.param_values[n], t), t)
+            case p.Call(func=f) if f.semantics is Semantics.SYSTEM and f.name in _SESSION_VALUES:
+                if self.session is None:
+                    raise p.NotYet(f"{f.name} is not covered by this front end here yet")
+                return _SESSION_VALUES[f.name](self.session)
             case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
             case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
@@ -648,6 +657,21 @@ def _literal(value, t: SqlType) -> exp.Expression:
                        detail="sparkwire computes numerics as Spark decimals, which have no NaN or infinity; "
                               "double precision has both.")
     return params.literal(value, t)
+
+
+def _transaction_start(session: SessionContext) -> exp.Expression:
+    return exp.Cast(this=exp.Literal.string(session.now_literal), to=exp.DataType.build("TIMESTAMP", dialect="spark"))
+
+
+# The functions whose value the session supplies (the statement runs with them as constants).
+_SESSION_VALUES: dict[str, Callable[[SessionContext], exp.Expression]] = {
+    "now": _transaction_start,
+    "transaction_timestamp": _transaction_start,
+    "statement_timestamp": _transaction_start,  # as on the sqlglot path: the transaction's start
+    "current_database": lambda session: exp.Literal.string(session.database),
+    "version": lambda session: exp.Literal.string(session.version),
+    "pg_backend_pid": lambda session: exp.Literal.number(session.backend_pid),
+}
 
 
 def _param_value(value: object, t: SqlType) -> object:

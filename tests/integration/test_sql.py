@@ -707,10 +707,13 @@ def test_jsonb_operators_and_functions(conn):
     conn.execute("""INSERT INTO docs2 VALUES
         (1, '{"a": {"b": 2}, "c": [1, "two", null], "s": "x", "n": null, "t": true}'),
         (2, '{"a": {"b": 5}, "s": "y"}')""")
-    # -> keeps JSON (a string's quotes, a JSON null); ->> and #>> give text, SQL NULL when absent.
+    # -> keeps JSON (a string's quotes, a JSON null) and is sent as jsonb, which psycopg reads
+    # as Python values, as from PostgreSQL; ->> and #>> give text, SQL NULL when absent.
     assert conn.execute("SELECT data->'s', data->'n', data->'a'->>'b', data->'c'->1, data->'c'->>1, "
                         "data->>'zz', data->'zz' FROM docs2 WHERE id = 1").fetchall() == \
-        [('"x"', "null", "2", '"two"', "two", None, None)]
+        [("x", None, "2", "two", "two", None, None)]
+    assert conn.execute("SELECT (data->'s')::text, (data->'n')::text, (data->'c'->1)::text FROM docs2 "
+                        "WHERE id = 1").fetchall() == [('"x"', "null", '"two"')]
     assert conn.execute("SELECT data #>> '{a,b}', data #>> '{c,1}', jsonb_typeof(data), jsonb_typeof(data->'s'), "
                         "jsonb_typeof(data->'c'), jsonb_typeof(data->'n'), jsonb_typeof(data->'t'), "
                         "jsonb_typeof(data->'a'->'b'), jsonb_array_length(data->'c') "

@@ -119,6 +119,9 @@ QUERIES = [
     "SELECT big.a, t2.d FROM big JOIN t2 USING (a)",
     "SELECT a FROM t1 WHERE c = 'x' OR b > '15'",
     "SELECT '2024-01-02'::date, 'yes'::boolean, '1.5'::numeric(4,2), ' 7 '::integer",
+    # SQL value functions and now(), valued from the session (the query once took the older path)
+    ("SELECT current_date = now()::date, current_timestamp = now(), localtimestamp = now()::timestamp, "
+     "current_schema, current_catalog = current_database(), 1 / 2.0 AS half, a FROM t1 WHERE now() > '2020-01-01'"),
     # PostgreSQL's grammar only (sqlglot's cannot read a USING join's alias)
     "SELECT j.a, b, d FROM t1 JOIN t2 USING (a) AS j",
 ]
