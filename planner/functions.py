@@ -348,6 +348,7 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2127, "max", "timestamp with time zone", "timestamp with time zone", "max({0})"),
     A(2129, "max", "text", "text", "max({0})"),
     A(2130, "max", "numeric", "numeric", "max({0})"),
+    F(3846, "make_date", "integer, integer, integer", "date", pg_functions.MAKE_DATE),
     F(2311, "md5", "text", "text", "md5({0})"),
     A(2051, "min", "anyarray", "anyarray", "min({0})"),
     A(2131, "min", "bigint", "bigint", "min({0})"),

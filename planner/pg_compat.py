@@ -573,6 +573,8 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return catalog_defs.constraint_definition(args[0], args[1] if len(args) > 1 else None)
     if name == "json_build_object":
         return pg_functions.json_build_object(args)
+    if name == "make_date" and len(args) == 3:
+        return pg_functions.make_date(args)
     if name in _FUNCTION_TEXTS and len(args) == 1:
         return _by_function_oid(args[0], _FUNCTION_TEXTS[name])
     if name == "pg_get_userbyid":

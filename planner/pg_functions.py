@@ -294,6 +294,26 @@ def _cased(template: str) -> Callable:
     return make
 
 
+# make_date(year, month, day): PostgreSQL's 22008 with its text for a day that does not exist
+# (Spark's make_date would fail with its own words) and for year 0; years before 1 (BC) and
+# after 9999 are 0A000 (PostgreSQL has them; sparkwire's dates do not).
+MAKE_DATE = (
+    "case when {0} is null or {1} is null or {2} is null then null "
+    "when {0} < 0 or {0} > 9999 then "
+    "raise_error('sparkwire:0a000:make_date of a year before 1 or after 9999 is not supported') "
+    "when {0} > 0 and not try_make_timestamp_ntz({0}, {1}, {2}, 0, 0, 0) is null "
+    "then cast(try_make_timestamp_ntz({0}, {1}, {2}, 0, 0, 0) as date) "
+    "else raise_error(concat('sparkwire:22008:date field value out of range: ', "
+    "format_string('%d-%02d-%02d', {0}, {1}, {2}))) end")
+
+
+def make_date(args: list[exp.Expression]) -> exp.Expression:
+    """make_date on the older path (the front end fills the catalog's template)."""
+    tree = sqlglot.parse_one(MAKE_DATE.format("__a0", "__a1", "__a2"), read="spark")
+    return tree.transform(lambda n: args[int(n.name[3:])].copy()
+                          if isinstance(n, exp.Column) and n.name.startswith("__a") else n)
+
+
 CORR = "if(regr_sxx({0}, {1}) = 0 or regr_syy({0}, {1}) = 0, null, corr({0}, {1}))"
 
 

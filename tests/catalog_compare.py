@@ -130,6 +130,9 @@ SPECIAL: dict[tuple, list[str]] = {  # (name, index) or, for one signature, (nam
                     "NULL::text"],
     ("format", 1): ["'it''s'", "'Abc'", "'select'", "5", "true", "NULL::text", "2.5::float8", "'é b'", "2.50::numeric",
                     "'2024-02-29'::date", "'{a,\"b c\",NULL}'::text[]", "'ab'::char(4)"],
+    ("make_date", 0): ["2024", "1", "9999", "0", "NULL::integer"],
+    ("make_date", 1): ["2", "12", "13", "0", "-1", "NULL::integer"],
+    ("make_date", 2): ["29", "30", "1", "31", "NULL::integer"],
     # Operators, by name: keys and indexes of the JSON samples.
     ("->", 1): ["'a'", "'zz'", "0", "1", "5"], ("->>", 1): ["'a'", "'zz'", "0", "1", "5"],
     ("#>>", 1): ["'{a}'", "'{a,0}'", "'{zz}'"],
