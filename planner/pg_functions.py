@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -53,6 +54,21 @@ def _lt(a: exp.Expression, b: float) -> exp.Expression:
 
 def _eq(a: exp.Expression, b: float) -> exp.Expression:
     return exp.EQ(this=a.copy(), expression=exp.Literal.number(b))
+
+
+@lru_cache(maxsize=256)
+def _parsed(template: str, nargs: int) -> exp.Expression:
+    text = template
+    for i in range(nargs):
+        text = text.replace(f"{{{i}}}", f"__a{i}")
+    return sqlglot.parse_one(text, read="spark")
+
+
+def filled(template: str, *args: exp.Expression) -> exp.Expression:
+    """A Spark SQL template (`{0}`, `{1}`, ... for the arguments) as a tree around `args`."""
+    by_name = {f"__a{i}": a for i, a in enumerate(args)}
+    return _parsed(template, len(args)).copy().transform(
+        lambda n: by_name[n.name].copy() if isinstance(n, exp.Column) and n.name in by_name else n)
 
 
 def _fn(name: str, *args: exp.Expression) -> exp.Expression:
@@ -251,9 +267,7 @@ INITCAP = ("element_at(transform(array({0}), sw_s -> array_join(transform(split(
 
 
 def _initcap(node: exp.Initcap) -> exp.Expression:
-    tree = sqlglot.parse_one(INITCAP.replace("{0}", "__a0"), read="spark")
-    arg = node.this
-    return tree.transform(lambda n: arg.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)
+    return filled(INITCAP, node.this)
 
 
 # bytea as text is its hex form, \x and two lower-case digits a byte (Spark would decode it).
@@ -287,11 +301,7 @@ LOWER = _case_template("lower", _LOWER_FROM, _LOWER_TO)
 
 
 def _cased(template: str) -> Callable:
-    def make(node: exp.Expression) -> exp.Expression:
-        tree = sqlglot.parse_one(template.replace("{0}", "__a0"), read="spark")
-        arg = node.this
-        return tree.transform(lambda n: arg.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)
-    return make
+    return lambda node: filled(template, node.this)
 
 
 # make_date(year, month, day): PostgreSQL's 22008 with its text for a day that does not exist
@@ -309,9 +319,7 @@ MAKE_DATE = (
 
 def make_date(args: list[exp.Expression]) -> exp.Expression:
     """make_date on the older path (the front end fills the catalog's template)."""
-    tree = sqlglot.parse_one(MAKE_DATE.format("__a0", "__a1", "__a2"), read="spark")
-    return tree.transform(lambda n: args[int(n.name[3:])].copy()
-                          if isinstance(n, exp.Column) and n.name.startswith("__a") else n)
+    return filled(MAKE_DATE, *args)
 
 
 CORR = "if(regr_sxx({0}, {1}) = 0 or regr_syy({0}, {1}) = 0, null, corr({0}, {1}))"
@@ -505,8 +513,7 @@ def _output_text(arg: exp.Expression) -> exp.Expression | None:
     if _is(arg, _T.BOOLEAN):
         return _bool_text(arg)
     if _wide_decimal(arg):  # an unconstrained numeric: its digits without Spark's scale's zeros
-        return sqlglot.parse_one(UNSCALED_NUMERIC_TEXT.replace("{0}", "__a0"), read="spark").transform(
-            lambda n: to_text.copy() if isinstance(n, exp.Column) and n.name == "__a0" else n)
+        return filled(UNSCALED_NUMERIC_TEXT, to_text)
     if _is(arg, *_SAME_TEXT_TYPES):
         # Spark writes coalesce(n, '') for it: n must be text first, or '' is read as a number
         return to_text
@@ -649,10 +656,7 @@ def checked_float_arithmetic(node: exp.Expression) -> exp.Expression:
         return node
     if not any(_float_typed(side) for side in (node.this, node.expression)):
         return node  # sqlglot types a constant like 2.0 as DOUBLE; PostgreSQL's is numeric
-    tree = sqlglot.parse_one(float_arithmetic_template(op).replace("{0}", "__a0").replace("{1}", "__a1"),
-                             read="spark")
-    args = {"__a0": node.this, "__a1": node.expression}
-    return tree.transform(lambda n: args[n.name].copy() if isinstance(n, exp.Column) and n.name in args else n)
+    return filled(float_arithmetic_template(op), node.this, node.expression)
 
 
 # char(n): Spark's CHAR(n) in a cast is a plain string, neither padded nor compared as

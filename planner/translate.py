@@ -287,6 +287,25 @@ def _pg_types(tree: exp.Expression) -> exp.Expression:
     return tree.transform(swap)
 
 
+# The functions whose value the session supplies, by name: a statement runs with them as
+# constants (the front end of our own takes the same values, planner.sql.spark_sql).
+SESSION_FUNCTIONS: dict[str, Callable[[SessionContext], exp.Expression]] = {
+    "pg_backend_pid": lambda ctx: exp.Literal.number(ctx.backend_pid),
+    "now": lambda ctx: _literal_ts(ctx),
+    "transaction_timestamp": lambda ctx: _literal_ts(ctx),
+    "statement_timestamp": lambda ctx: _literal_ts(ctx),  # the transaction's start too
+    "current_catalog": lambda ctx: exp.Literal.string(ctx.database),
+    "current_database": lambda ctx: exp.Literal.string(ctx.database),  # pg_catalog.current_database()
+    "current_schema": lambda ctx: exp.Literal.string("public"),
+    "getdatabaseencoding": lambda ctx: exp.Literal.string("UTF8"),
+    "version": lambda ctx: exp.Literal.string(ctx.version),
+    "inet_server_addr": lambda ctx: _maybe(ctx.server_addr, "TEXT"),
+    "inet_server_port": lambda ctx: _maybe(ctx.server_port, "INT"),
+    "inet_client_addr": lambda ctx: _maybe(ctx.client_addr, "TEXT"),
+    "inet_client_port": lambda ctx: _maybe(ctx.client_port, "INT"),
+}
+
+
 def _replace_functions(tree: exp.Expression, ctx: SessionContext) -> exp.Expression:
     constants: dict[type, Callable[[], exp.Expression]] = {
         exp.CurrentDatabase: lambda: exp.Literal.string(ctx.database),
@@ -297,30 +316,14 @@ def _replace_functions(tree: exp.Expression, ctx: SessionContext) -> exp.Express
         exp.CurrentTimestamp: lambda: _literal_ts(ctx),
         exp.CurrentDate: lambda: exp.Cast(this=_literal_ts(ctx), to=exp.DataType.build("DATE")),
     }
-    anonymous: dict[str, Callable[[], exp.Expression]] = {
-        "pg_backend_pid": lambda: exp.Literal.number(ctx.backend_pid),
-        "now": lambda: _literal_ts(ctx),
-        "transaction_timestamp": lambda: _literal_ts(ctx),
-        "statement_timestamp": lambda: _literal_ts(ctx),
-        "current_catalog": lambda: exp.Literal.string(ctx.database),
-        "current_database": lambda: exp.Literal.string(ctx.database),  # pg_catalog.current_database()
-        "current_schema": lambda: exp.Literal.string("public"),
-        "getdatabaseencoding": lambda: exp.Literal.string("UTF8"),
-        "version": lambda: exp.Literal.string(ctx.version),
-        "inet_server_addr": lambda: _maybe(ctx.server_addr, "TEXT"),
-        "inet_server_port": lambda: _maybe(ctx.server_port, "INT"),
-        "inet_client_addr": lambda: _maybe(ctx.client_addr, "TEXT"),
-        "inet_client_port": lambda: _maybe(ctx.client_port, "INT"),
-    }
-
     def swap(node: exp.Expression) -> exp.Expression:
         make = constants.get(type(node))
         if make is not None:
             return make()
         if isinstance(node, exp.Anonymous):
-            make = anonymous.get(node.name.lower())
-            if make is not None:
-                return make()
+            value = SESSION_FUNCTIONS.get(node.name.lower())
+            if value is not None:
+                return value(ctx)
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in (
                 "current_user", "session_user", "current_catalog", "current_role", "user"):
             return exp.Literal.string(ctx.user if node.name.lower() != "current_catalog" else ctx.database)

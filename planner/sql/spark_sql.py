@@ -24,7 +24,7 @@ from planner.functions import Kind, Semantics
 from planner.sql import numeric_scale
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
-from planner.translate import SessionContext
+from planner.translate import SESSION_FUNCTIONS, SessionContext
 from planner.types import BY_NAME, SqlType
 
 # Get.name → the Spark table or view that holds the relation's rows now.
@@ -372,10 +372,10 @@ class _Generator:
                 if n not in self.param_values:
                     raise SqlError("42P02", f"there is no parameter ${n}")
                 return _literal(_param_value(self.param_values[n], t), t)
-            case p.Call(func=f) if f.semantics is Semantics.SYSTEM and f.name in _SESSION_VALUES:
+            case p.Call(func=f) if f.semantics is Semantics.SYSTEM and f.name in _SESSION_VALUED:
                 if self.session is None:
                     raise p.NotYet(f"{f.name} is not covered by this front end here yet")
-                return _SESSION_VALUES[f.name](self.session)
+                return SESSION_FUNCTIONS[f.name](self.session)
             case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
             case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
@@ -659,19 +659,10 @@ def _literal(value, t: SqlType) -> exp.Expression:
     return params.literal(value, t)
 
 
-def _transaction_start(session: SessionContext) -> exp.Expression:
-    return exp.Cast(this=exp.Literal.string(session.now_literal), to=exp.DataType.build("TIMESTAMP", dialect="spark"))
-
-
-# The functions whose value the session supplies (the statement runs with them as constants).
-_SESSION_VALUES: dict[str, Callable[[SessionContext], exp.Expression]] = {
-    "now": _transaction_start,
-    "transaction_timestamp": _transaction_start,
-    "statement_timestamp": _transaction_start,  # as on the sqlglot path: the transaction's start
-    "current_database": lambda session: exp.Literal.string(session.database),
-    "version": lambda session: exp.Literal.string(session.version),
-    "pg_backend_pid": lambda session: exp.Literal.number(session.backend_pid),
-}
+# The session-valued functions this front end gives values to (translate.SESSION_FUNCTIONS has
+# them all; inet_* would need the inet type on the wire).
+_SESSION_VALUED = frozenset({"now", "transaction_timestamp", "statement_timestamp", "current_database",
+                             "version", "pg_backend_pid"})
 
 
 def _param_value(value: object, t: SqlType) -> object:
