@@ -805,14 +805,21 @@ class Binder(ArrayBinding):
                 raise SqlError(SYNTAX_ERROR, "subquery must return only one column", position=_pos(n))
             return p.Subquery(p.SubqueryKind.SCALAR, rel, cols[0].type)
         if kind in ("ANY_SUBLINK", "ALL_SUBLINK"):
-            if len(cols) != 1:
-                raise SqlError(SYNTAX_ERROR, "subquery has too many columns", position=_pos(n))
-            lhs = self.expr(n["testexpr"])
+            test = n["testexpr"]
+            row = test["RowExpr"]["args"] if "RowExpr" in test else [test]
+            if len(cols) != len(row):
+                raise SqlError(SYNTAX_ERROR, "subquery has too many columns" if len(cols) > len(row)
+                               else "subquery has too few columns", position=_pos(n))
             op_name = names(n.get("operName"))[-1] if n.get("operName") else "="
-            probe = self._operator(op_name, [lhs, p.ColRef(0, 0, cols[0].type)], _pos(n))
-            assert isinstance(probe, p.OpCall)
+            if len(row) > 1 and op_name not in ("=", "<>"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"row comparison with operator {op_name} against a "
+                                                      "subquery is not supported", position=_pos(n))
+            probes = [self._operator(op_name, [self.expr(x), p.ColRef(0, i, cols[i].type)], _pos(n))
+                      for i, x in enumerate(row)]
+            assert all(isinstance(probe, p.OpCall) for probe in probes)
             which = p.SubqueryKind.ANY if kind == "ANY_SUBLINK" else p.SubqueryKind.ALL
-            return p.Subquery(which, rel, coerce.BOOLEAN, probe.args[0], probe.op)
+            return p.Subquery(which, rel, coerce.BOOLEAN, tuple(x.args[0] for x in probes),
+                              tuple(x.op for x in probes))
         raise p.NotYet(f"{kind} subqueries are not supported yet", position=_pos(n))
 
 
@@ -968,7 +975,7 @@ def _levels_used(e: Any) -> set[int]:
         return {e.level}
     if isinstance(e, p.Subquery):
         inner = {level - 1 for level in _levels_used(e.rel) if level >= 1}
-        return inner | (_levels_used(e.lhs) if e.lhs is not None else set())
+        return inner.union(*(_levels_used(x) for x in e.lhs))
     if not is_dataclass(e) or isinstance(e, (SqlType, functions.Function, operators.Operator, p.Column)):
         return set()
     return {level for f in fields(e) for c in p.children(getattr(e, f.name)) for level in _levels_used(c)}

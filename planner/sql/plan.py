@@ -114,8 +114,11 @@ class Subquery:
     kind: SubqueryKind
     rel: Rel  # refers to this query's columns at level 1
     type: SqlType
-    lhs: Expr | None = None  # ANY/ALL: the left operand
-    op: Operator | None = None  # ANY/ALL: the comparison
+    # ANY/ALL: the left operand, one per subquery column (a row `(a, b) IN (SELECT x, y ...)`
+    # has two), and each pair's comparison. A row is `=` when every pair is, `<>` when any
+    # pair is (PostgreSQL's row comparison); a single operand is the comparison itself.
+    lhs: tuple[Expr, ...] = ()
+    op: tuple[Operator, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -370,7 +373,7 @@ def transform(e: Any, fn: Callable[[Any], Any]) -> Any:
     if out is not None:
         return out
     if isinstance(e, Subquery):
-        return replace(e, lhs=transform(e.lhs, fn)) if e.lhs is not None else e
+        return replace(e, lhs=tuple(transform(x, fn) for x in e.lhs))
     if not is_dataclass(e) or isinstance(e, (Column, SqlType)):
         return e
     changes = {}

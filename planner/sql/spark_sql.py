@@ -548,7 +548,12 @@ class _Generator:
                 return exp.Subquery(this=self.query(s.rel))
             # x op ANY/ALL (sub), with SQL's three-valued answer: known true/false when some
             # row decides it, NULL when only NULL comparisons remain.
-            probe = p.OpCall(s.op, (_shift(s.lhs), p.ColRef(0, 0, p.columns(s.rel)[0].type)), BOOLEAN)
+            inner = p.columns(s.rel)
+            pairs = tuple(p.OpCall(op, (_shift(x), p.ColRef(0, i, inner[i].type)), BOOLEAN)
+                          for i, (x, op) in enumerate(zip(s.lhs, s.op, strict=True)))
+            # a row is equal when every pair is, unequal when any pair is (three-valued)
+            row_rule = p.BoolKind.OR if s.op[0].name == "<>" else p.BoolKind.AND
+            probe = pairs[0] if len(pairs) == 1 else p.BoolOp(row_rule, pairs, BOOLEAN)
             decided = p.BoolOp(p.BoolKind.NOT, (probe,), BOOLEAN) if s.kind is p.SubqueryKind.ALL else probe
             unknown = p.IsNull(probe, False, BOOLEAN)
             hit = exp.Exists(this=self.query(p.Filter(s.rel, decided)))

@@ -120,6 +120,27 @@ def test_correlated_reference_counts_levels():
     assert [(r.level, r.index) for r in cond.args] == [(0, 0), (1, 1)]
 
 
+def test_row_in_subquery_pairs_each_column():
+    rel = _bind("SELECT a FROM t1 WHERE (a, c) NOT IN (SELECT a, d FROM t2)")
+    sub = rel.input.input.predicate.args[0]
+    assert sub.kind is p.SubqueryKind.ANY
+    assert [op.identity for op in sub.op] == ["integer = integer", "text = text"]
+    assert [(x.level, x.index) for x in sub.lhs] == [(0, 0), (0, 2)]
+
+
+@pytest.mark.parametrize("sql, sqlstate, message", [
+    ("SELECT a FROM t1 WHERE (a, b, c) IN (SELECT a, d FROM t2)", "42601", "subquery has too few columns"),
+    ("SELECT a FROM t1 WHERE a IN (SELECT a, d FROM t2)", "42601", "subquery has too many columns"),
+    ("SELECT a FROM t1 WHERE (a, b) < ANY (SELECT a, a FROM t2)", "0A000",
+     "row comparison with operator < against a subquery is not supported"),
+    ("SELECT a FROM t1 WHERE (a, b) IN (SELECT a, d FROM t2)", "42883", "operator does not exist: integer = text"),
+])
+def test_row_in_subquery_errors(sql, sqlstate, message):
+    with pytest.raises(SqlError) as err:
+        _bind(sql)
+    assert (err.value.sqlstate, err.value.message) == (sqlstate, message)
+
+
 def test_with_queries_are_scoped_and_named_once():
     assert _shape("WITH w(x) AS (SELECT a FROM t1), v AS (SELECT x FROM w) SELECT * FROM v") == [("x", "integer")]
     with pytest.raises(SqlError) as err:
