@@ -40,6 +40,7 @@ from planner import (
     pg_numeric,
     pg_regex,
     pg_strings,
+    pg_to_char,
 )
 
 
@@ -522,6 +523,9 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2114, "sum", "numeric", "numeric", "sum({0})"),
     F(1606, "tan", "double precision", "double precision", "sparkwire_float8_tan({0})"),
     F(2464, "tanh", "double precision", "double precision", "sparkwire_float8_tanh({0})"),
+    # PostgreSQL's format patterns, not Java's (date_format): a UDF over the timestamp's text
+    F(2049, "to_char", "timestamp without time zone, text", "text", pg_to_char.TEMPLATES[False]),
+    F(1770, "to_char", "timestamp with time zone, text", "text", pg_to_char.TEMPLATES[True]),
     F(2089, "to_hex", "integer", "text", "lower(hex(cast({0} as bigint) & 4294967295))"),
     F(2090, "to_hex", "bigint", "text", "lower(hex({0}))"),
     S(3495, "to_regclass", "text", "regclass", "rewrite"),
@@ -623,4 +627,5 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | frozenset(pg_numeric.UDF_NAMES.values())
                                    | frozenset(pg_float.UDF_NAMES.values())
                                    | frozenset(pg_regex.UDF_NAMES.values()) | frozenset(pg_strings.UDF_NAMES.values())
+                                   | {pg_to_char.UDF_NAME}
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

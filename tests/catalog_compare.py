@@ -62,7 +62,9 @@ SAMPLES: dict[str, list[str]] = {
 }
 
 # Arguments that take one of a few values (a unit, a delimiter, a count).
-SPECIAL: dict[tuple, list[str]] = {  # (name, index) or, for one signature, (name, index, type)
+# (name, index); for the arguments of one type, (name, index, type); for one signature,
+# (name, index, (its argument types))
+SPECIAL: dict[tuple, list[str]] = {
     ("date_part", 0): ["'year'", "'month'", "'day'", "'hour'", "'minute'", "'second'", "'dow'", "'doy'",
                        "'epoch'", "'quarter'", "'week'", "'isodow'"],
     ("extract", 0): ["year", "month", "day", "hour", "minute", "second", "dow", "doy", "epoch", "quarter",
@@ -130,6 +132,10 @@ SPECIAL: dict[tuple, list[str]] = {  # (name, index) or, for one signature, (nam
                     "NULL::text"],
     ("format", 1): ["'it''s'", "'Abc'", "'select'", "5", "true", "NULL::text", "2.5::float8", "'é b'", "2.50::numeric",
                     "'2024-02-29'::date", "'{a,\"b c\",NULL}'::text[]", "'ab'::char(4)"],
+    ("to_char", 1, ("timestamp without time zone", "text")): [
+        "'YYYY-MM-DD HH24:MI:SS.US'", "'FMDay, DDth FMMonth Y,YYY \"at\" HH12:MI a.m.'", "'IYYY-IW-ID DDD J Q CC WW W RM'",
+        "'Dy Mon TZ OF SSSS MS FF2'", "''", "NULL::text"],
+    ("to_char", 1, ("timestamp with time zone", "text")): ["'YYYY-MM-DD\"T\"HH24:MI:SSOF TZ tz TZH:TZM'", "'TMMonth Day'"],
     ("make_date", 0): ["2024", "1", "9999", "0", "NULL::integer"],
     ("make_date", 1): ["2", "12", "13", "0", "-1", "NULL::integer"],
     ("make_date", 2): ["29", "30", "1", "31", "NULL::integer"],
@@ -180,15 +186,16 @@ class Mismatch:
         return f"{self.what}: {self.sql}\n  PostgreSQL: {self.postgres}\n  sparkwire:  {self.sparkwire}"
 
 
-def _samples(name: str, index: int, type_name: str) -> list[str]:
-    return (SPECIAL.get((name, index, type_name)) or SPECIAL.get((name, index)) or SAMPLES.get(type_name)
-            or [f"NULL::{type_name}"])
+def _samples(name: str, index: int, types: tuple[str, ...]) -> list[str]:
+    type_name = types[index]
+    return (SPECIAL.get((name, index, types)) or SPECIAL.get((name, index, type_name)) or SPECIAL.get((name, index))
+            or SAMPLES.get(type_name) or [f"NULL::{type_name}"])
 
 
 def argument_lists(name: str, types: tuple[str, ...], limit: int = 60) -> list[tuple[str, ...]]:
     """Sample argument lists: every combination while there are few, else each value of each
     argument at least once, beside each value of every other argument in turn."""
-    lists = [_samples(name, i, t) for i, t in enumerate(types)]
+    lists = [_samples(name, i, types) for i in range(len(types))]
     combos = list(itertools.islice(itertools.product(*lists), limit))
     if len(combos) == limit:  # too many: make sure every value appears
         longest = max(len(v) for v in lists)

@@ -13,6 +13,7 @@ import re
 import pytest
 
 from planner import functions
+from planner.errors import SqlError
 from planner.functions import Function, Kind
 from planner.parser import parse_one
 from planner.spark_guard import spark_sql
@@ -82,11 +83,19 @@ def translated(f: Function) -> str | None:
 
 
 _GUARDED = ("ln", "log", "log10")
+# Run by the front end of our own only: sqlglot rewrites to_char's pattern into strftime's
+# before the older path could keep it, so that path refuses the call.
+_FRONT_END_ONLY = ("to_char",)
 
 
 @pytest.mark.parametrize("f", [f for f in functions.FUNCTIONS if not f.spark.startswith("<run by the server")],
                          ids=lambda f: f"{f.oid}-{f.identity}")
 def test_the_catalog_says_what_each_function_becomes(f):
+    if f.name in _FRONT_END_ONLY:
+        with pytest.raises(SqlError) as err:
+            translated(f)
+        assert err.value.sqlstate == "0A000"
+        return
     text = translated(f)
     # A SYSTEM entry's text may name what it depends on: the session, the server.
     if f.spark != "rewrite" and f.semantics is functions.Semantics.POSTGRES:
