@@ -37,6 +37,7 @@ from planner import (
     pg_float,
     pg_format,
     pg_functions,
+    pg_gcd,
     pg_numeric,
     pg_regex,
     pg_strings,
@@ -350,6 +351,18 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2129, "max", "text", "text", "max({0})"),
     A(2130, "max", "numeric", "numeric", "max({0})"),
     F(3846, "make_date", "integer, integer, integer", "date", pg_functions.MAKE_DATE),
+    # gcd and lcm: Spark has neither (planner.pg_gcd)
+    F(5044, "gcd", "integer, integer", "integer", pg_gcd.TEMPLATES["gcd", "integer"]),
+    F(5045, "gcd", "bigint, bigint", "bigint", pg_gcd.TEMPLATES["gcd", "bigint"]),
+    F(5048, "gcd", "numeric, numeric", "numeric", pg_gcd.TEMPLATES["gcd", "numeric"]),
+    F(5046, "lcm", "integer, integer", "integer", pg_gcd.TEMPLATES["lcm", "integer"]),
+    F(5047, "lcm", "bigint, bigint", "bigint", pg_gcd.TEMPLATES["lcm", "bigint"]),
+    F(5049, "lcm", "numeric, numeric", "numeric", pg_gcd.TEMPLATES["lcm", "numeric"]),
+    # A numeric's digits after the point: scale is its display scale, known to the planner
+    # where PostgreSQL's rules fix it (planner.sql.spark_sql), else the digits it shows
+    F(3281, "scale", "numeric", "integer", pg_functions.MIN_SCALE),
+    F(5042, "min_scale", "numeric", "integer", pg_functions.MIN_SCALE),
+    F(5043, "trim_scale", "numeric", "numeric", "{0}"),
     F(2311, "md5", "text", "text", "md5({0})"),
     A(2051, "min", "anyarray", "anyarray", "min({0})"),
     A(2131, "min", "bigint", "bigint", "min({0})"),
@@ -627,5 +640,5 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | frozenset(pg_numeric.UDF_NAMES.values())
                                    | frozenset(pg_float.UDF_NAMES.values())
                                    | frozenset(pg_regex.UDF_NAMES.values()) | frozenset(pg_strings.UDF_NAMES.values())
-                                   | {pg_to_char.UDF_NAME}
+                                   | {pg_to_char.UDF_NAME} | frozenset(pg_gcd.UDF_NAMES.values())
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

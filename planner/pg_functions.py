@@ -437,6 +437,11 @@ _BYTEA = column_type("bytea")
 _SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # Spark prints them as PostgreSQL
 
 
+# Catalogued functions the older path (sqlglot's tree) does not translate: they need the
+# front end's types and scales (to_char's pattern, besides, is rewritten by sqlglot).
+FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale"})
+
+
 def typed(tree: exp.Expression) -> None:
     """Rewrites that need the operands' types (the tree is annotated; changed in place)."""
     for cast in list(tree.find_all(exp.Cast)):
@@ -453,10 +458,12 @@ def typed(tree: exp.Expression) -> None:
                 node.replace(text_form)
         elif node.meta.get("pg_format"):
             node.replace(_format_call(node))
-        elif isinstance(node, exp.TimeToStr):
+        elif isinstance(node, exp.TimeToStr) or (isinstance(node, exp.Anonymous)
+                                                 and node.name.lower() in FRONT_END_ONLY):
             # sqlglot has already turned to_char's PostgreSQL pattern into strftime's, which
-            # does not map back one to one; the front end of our own runs it (planner.pg_to_char)
-            raise SqlError(FEATURE_NOT_SUPPORTED, "to_char is not supported in a query with WITH RECURSIVE, "
+            # does not map back one to one; these run on the front end of our own only
+            name = "to_char" if isinstance(node, exp.TimeToStr) else node.name.lower()
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} is not supported in a query with WITH RECURSIVE, "
                                                   "LATERAL, a set-returning function or a system catalog")
         elif isinstance(node, (exp.Concat, exp.ConcatWs)):
             for arg in list(node.expressions):
@@ -494,6 +501,9 @@ def typed(tree: exp.Expression) -> None:
 
 
 # A numeric's text without the trailing zeros of its Spark scale ({0}: its text)
+# The digits after the point a numeric needs (min_scale): those its text has before its
+# trailing zeros
+MIN_SCALE = "length(regexp_extract(cast({0} as string), '[.]([0-9]*?)0*$', 1))"
 UNSCALED_NUMERIC_TEXT = "CASE WHEN instr({0}, '.') > 0 THEN regexp_replace({0}, '[.]?0+$', '') ELSE {0} END"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from planner import pg_numeric
+from planner import pg_gcd, pg_numeric
 from planner.pg_numeric import UDF_NAMES
 from spark_backend.jsonb_udfs import carrying_sqlstate
 
@@ -67,3 +67,8 @@ def register(spark) -> None:
 
     for operation, name in UDF_NAMES.items():
         spark.udf.register(name, udf(carrying_sqlstate(_OPERATIONS[operation]), "string", useArrow=True))
+    # gcd and lcm, which Spark lacks
+    spark.udf.register(pg_gcd.UDF_NAMES["integer"], udf(carrying_sqlstate(pg_gcd.integer_gcd_lcm), "bigint",
+                                                        useArrow=True))
+    spark.udf.register(pg_gcd.UDF_NAMES["numeric"], udf(carrying_sqlstate(pg_gcd.numeric_gcd_lcm), "string",
+                                                        useArrow=True))

@@ -137,6 +137,13 @@ SPECIAL: dict[tuple, list[str]] = {
         "'Dy Mon TZ OF SSSS MS FF2'", "''", "NULL::text"],
     ("to_char", 1, ("timestamp with time zone", "text")): ["'YYYY-MM-DD\"T\"HH24:MI:SSOF TZ tz TZH:TZM'", "'TMMonth Day'"],
     ("make_date", 0): ["2024", "1", "9999", "0", "NULL::integer"],
+    ("gcd", 0, "numeric"): ["12.5::numeric", "(-0.30)::numeric", "0::numeric", "NULL::numeric"],
+    ("gcd", 1, "numeric"): ["5::numeric", "0.2::numeric", "18::numeric"],
+    ("lcm", 0, "numeric"): ["12.50::numeric", "(-4)::numeric", "0::numeric", "NULL::numeric"],
+    ("lcm", 1, "numeric"): ["5.000::numeric", "6::numeric"],
+    ("scale", 0): ["1.2300::numeric", "0.00::numeric", "12::numeric", "(-5.5)::numeric", "NULL::numeric"],
+    ("min_scale", 0): ["1.2300::numeric", "0.00::numeric", "12::numeric", "NULL::numeric"],
+    ("trim_scale", 0): ["1.2300::numeric", "0.00::numeric", "(-5.500)::numeric", "NULL::numeric"],
     ("make_date", 1): ["2", "12", "13", "0", "-1", "NULL::integer"],
     ("make_date", 2): ["29", "30", "1", "31", "NULL::integer"],
     # Operators, by name: keys and indexes of the JSON samples.

@@ -211,6 +211,9 @@ def _call_scale(name: str, args: tuple[p.Expr, ...], inputs: Scales) -> int | No
         if isinstance(digits, p.Literal) and isinstance(digits.value, int) and _is_numeric(args[0].type):
             return max(digits.value, 0)
         return None
+    if name in ("gcd", "lcm") and len(args) == 2 and _is_numeric(args[0].type):
+        left, right = expr_scale(args[0], inputs), expr_scale(args[1], inputs)
+        return max(left, right) if left is not None and right is not None else None
     if name in _WHOLE and _is_numeric(args[0].type if args else None):
         return 0
     if name in _SAME and len(args) == 1:

@@ -386,6 +386,15 @@ class _Generator:
             case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name in ("extract", "date_part"):
                 compute = pg_extract.extract if f.name == "extract" else pg_extract.date_part
                 return compute(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))
+            case p.Call(func=f, args=(arg,)) if f.name == "scale":
+                # the display scale where PostgreSQL's rules fix it for every value; else
+                # the digits the value shows (a stored unconstrained numeric has lost its
+                # trailing zeros), as the catalog's text says
+                known, value = self._scale(arg, cols), self.scalar(arg, cols)
+                if known is None:
+                    return _template(f.spark, [value])
+                return exp.If(this=exp.Is(this=value, expression=exp.Null()), true=exp.Null(),
+                              false=exp.Literal.number(known))
             case p.Call(func=f, args=args):
                 if f.name in ("concat", "concat_ws"):
                     return self._concat(f.name, args, cols)

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from planner import functions
+from planner import functions, pg_functions
 from planner.errors import SqlError
 from planner.functions import Function, Kind
 from planner.parser import parse_one
@@ -83,9 +83,8 @@ def translated(f: Function) -> str | None:
 
 
 _GUARDED = ("ln", "log", "log10")
-# Run by the front end of our own only: sqlglot rewrites to_char's pattern into strftime's
-# before the older path could keep it, so that path refuses the call.
-_FRONT_END_ONLY = ("to_char",)
+# Run by the front end of our own only (pg_functions.FRONT_END_ONLY): the older path refuses them.
+_FRONT_END_ONLY = pg_functions.FRONT_END_ONLY
 
 
 @pytest.mark.parametrize("f", [f for f in functions.FUNCTIONS if not f.spark.startswith("<run by the server")],
