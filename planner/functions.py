@@ -42,6 +42,7 @@ from planner import (
     pg_regex,
     pg_strings,
     pg_to_char,
+    pg_to_char_num,
 )
 
 
@@ -539,6 +540,11 @@ FUNCTIONS: tuple[Function, ...] = (
     # PostgreSQL's format patterns, not Java's (date_format): a UDF over the timestamp's text
     F(2049, "to_char", "timestamp without time zone, text", "text", pg_to_char.TEMPLATES[False]),
     F(1770, "to_char", "timestamp with time zone, text", "text", pg_to_char.TEMPLATES[True]),
+    F(1772, "to_char", "numeric, text", "text", pg_to_char_num.TEMPLATES["numeric"]),
+    F(1773, "to_char", "integer, text", "text", pg_to_char_num.TEMPLATES["integer"]),
+    F(1774, "to_char", "bigint, text", "text", pg_to_char_num.TEMPLATES["bigint"]),
+    F(1775, "to_char", "real, text", "text", pg_to_char_num.TEMPLATES["real"]),
+    F(1776, "to_char", "double precision, text", "text", pg_to_char_num.TEMPLATES["double precision"]),
     F(2089, "to_hex", "integer", "text", "lower(hex(cast({0} as bigint) & 4294967295))"),
     F(2090, "to_hex", "bigint", "text", "lower(hex({0}))"),
     S(3495, "to_regclass", "text", "regclass", "rewrite"),
@@ -640,5 +646,6 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | frozenset(pg_numeric.UDF_NAMES.values())
                                    | frozenset(pg_float.UDF_NAMES.values())
                                    | frozenset(pg_regex.UDF_NAMES.values()) | frozenset(pg_strings.UDF_NAMES.values())
-                                   | {pg_to_char.UDF_NAME} | frozenset(pg_gcd.UDF_NAMES.values())
+                                   | {pg_to_char.UDF_NAME, pg_to_char_num.UDF_NAME}
+                                   | frozenset(pg_gcd.UDF_NAMES.values())
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

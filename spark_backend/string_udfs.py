@@ -4,7 +4,7 @@ writes (their modules' UDF_NAMES). PostgreSQL's errors leave the worker as jsonb
 
 from __future__ import annotations
 
-from planner import pg_format, pg_regex, pg_strings, pg_to_char
+from planner import pg_format, pg_regex, pg_strings, pg_to_char, pg_to_char_num
 from spark_backend.jsonb_udfs import carrying_sqlstate
 
 _TEXT_ARRAY = "array<string>"
@@ -24,6 +24,7 @@ _UDFS = {
     pg_strings.UDF_NAMES["chr"]: (pg_strings.pg_chr, "string"),
     pg_format.UDF_NAME: (pg_format.pg_format, "string"),
     pg_to_char.UDF_NAME: (pg_to_char.to_char, "string"),
+    pg_to_char_num.UDF_NAME: (pg_to_char_num.from_text, "string"),
 }
 
 

@@ -136,6 +136,9 @@ SPECIAL: dict[tuple, list[str]] = {
         "'YYYY-MM-DD HH24:MI:SS.US'", "'FMDay, DDth FMMonth Y,YYY \"at\" HH12:MI a.m.'", "'IYYY-IW-ID DDD J Q CC WW W RM'",
         "'Dy Mon TZ OF SSSS MS FF2'", "''", "NULL::text"],
     ("to_char", 1, ("timestamp with time zone", "text")): ["'YYYY-MM-DD\"T\"HH24:MI:SSOF TZ tz TZH:TZM'", "'TMMonth Day'"],
+    **{("to_char", 1, (t, "text")): ["'9999.99'", "'FM9,999,990.00PR'", "'S0000V99'", "'9.99EEEE'", "'RN'",
+                                      "'\"n=\"SG999th'", "'99'", "''", "NULL::text"]
+       for t in ("numeric", "integer", "bigint", "real", "double precision")},
     ("make_date", 0): ["2024", "1", "9999", "0", "NULL::integer"],
     ("gcd", 0, "numeric"): ["12.5::numeric", "(-0.30)::numeric", "0::numeric", "NULL::numeric"],
     ("gcd", 1, "numeric"): ["5::numeric", "0.2::numeric", "18::numeric"],
