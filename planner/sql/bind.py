@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -24,7 +24,8 @@ from planner.pg_parse import position_of as _location
 from planner.sql import coerce, colnames, grouping_sets, value_functions
 from planner.sql import plan as p
 from planner.sql.bind_arrays import ArrayBinding
-from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, one
+from planner.sql.bind_table_functions import TableFunctionBinding
+from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, item_scope, one
 from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
 GROUPING_ERROR = "42803"
@@ -73,7 +74,7 @@ class _AggSlot:
 
 
 @dataclass
-class Binder(ArrayBinding):
+class Binder(ArrayBinding, TableFunctionBinding):
     catalog: Catalog
     text: str = ""  # the statement's text: where the parse tree's locations point
     param_types: list[SqlType] = field(default_factory=list)
@@ -116,7 +117,7 @@ class Binder(ArrayBinding):
             if node_type(cte["ctequery"]) != "SelectStmt":
                 raise p.NotYet("data-modifying statements in WITH are not supported yet")
             rel = self._select(cte["ctequery"]["SelectStmt"])
-            if _refers_outward(rel, 1):
+            if p.refers_outward(rel, 1):
                 raise p.NotYet("a WITH query referring to an outer query is not supported yet")
             aliases = names(cte.get("aliascolnames"))
             cols = p.columns(rel)
@@ -247,6 +248,9 @@ class Binder(ArrayBinding):
             return p.Constant(((),), ()), Scope()
         rel, scope = self._from_item(items[0])
         for item in items[1:]:
+            if node_type(item) == "RangeFunction":  # it may name the items before it (LATERAL)
+                rel, scope = self._range_function(item["RangeFunction"], (rel, scope))
+                continue
             right, rscope = self._from_item(item)
             width = len(p.columns(rel))
             scope = scope.combine(rscope.shifted(width), _location(item))
@@ -271,6 +275,8 @@ class Binder(ArrayBinding):
             finally:
                 self._levels = saved
             return rel, _item_scope(alias["aliasname"], p.columns(rel), alias.get("colnames"))
+        if kind == "RangeFunction":
+            return self._range_function(n)  # planner.sql.bind_table_functions
         raise p.NotYet(f"{kind} in FROM is not supported yet")
 
     def _range_var(self, n: dict) -> tuple[p.Rel, Scope]:
@@ -474,7 +480,7 @@ class Binder(ArrayBinding):
                 raise SqlError(GROUPING_ERROR,
                                f'column "{shown}" must appear in the GROUP BY clause or be used in an '
                                "aggregate function")
-            if isinstance(e, p.Subquery) and _refers_outward(e.rel, 1):
+            if isinstance(e, p.Subquery) and p.refers_outward(e.rel, 1):
                 raise p.NotYet("a correlated subquery in an aggregating query is not supported yet")
             return None
 
@@ -712,13 +718,26 @@ class Binder(ArrayBinding):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} over {bound[-1].type.display()} is not supported: "
                                                   "Spark's is over numbers only", position=where)
         if func.kind is Kind.AGGREGATE:
-            if bound and not any(_refers_at(a, 0) for a in bound) and any(_refers_outward(a, 1) for a in bound):
+            if bound and not any(p.refers_at(a, 0) for a in bound) and any(p.refers_outward(a, 1) for a in bound):
                 # PostgreSQL evaluates such an aggregate in the outer query that owns its columns.
                 raise p.NotYet("an aggregate of an outer query's columns is not supported yet",
                                position=where)
             level.aggregates.append(p.AggCall(func, bound, bool(n.get("agg_distinct")), result))
             return _AggSlot(len(level.aggregates) - 1, result)
         return p.Call(func, bound, result)
+
+    def _table_function_call(self, n: dict, scope: Scope) -> tuple[functions.Function, tuple[p.Expr, ...],
+                                                                   SqlType | None]:
+        """A set-returning function called in FROM, its arguments seeing `scope` alone: its
+        signature, arguments and result type (None for a record, whose columns the caller knows)."""
+        name = names(n["funcname"])[-1]
+        overloads = [f for f in functions.overloads(name) if f.kind is Kind.TABLE and f.schema == "pg_catalog"]
+        saved, self._levels = self._levels, [_Level(scope, None, "functions in FROM")]
+        try:
+            args = [self.expr(a) for a in n.get("args") or ()]
+        finally:
+            self._levels = saved
+        return _resolved_call(name, overloads, args, _pos(n), record_ok=True)
 
     def _within_group(self, n: dict, name: str, known: bool, where: int | None) -> list[Node] | None:
         """An ordered-set aggregate's WITHIN GROUP (ORDER BY x): [x], which its signature takes
@@ -846,13 +865,7 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
 # -- helpers -------------------------------------------------------------------------------
 
 def _item_scope(name: str, cols: Sequence[p.Column], aliased: list[Node] | None) -> Scope:
-    aliases = names(aliased)
-    if len(aliases) > len(cols):
-        raise SqlError("42P10", f'table "{name}" has {len(cols)} columns available but '
-                                f'{len(aliases)} columns specified')
-    out = tuple(ScopeColumn(name, aliases[i] if i < len(aliases) else c.name, i, c.type)
-                for i, c in enumerate(cols))
-    return Scope(out, (name,))
+    return item_scope(name, cols, names(aliased))
 
 
 def _using_side(scope: Scope, name: str, side: str) -> ScopeColumn:
@@ -928,8 +941,8 @@ _coerce = coerce.to_type
 _typed_literal = coerce.typed_literal
 
 
-def _resolved_call(name: str, overloads: list, args: list[p.Expr],
-                   where: int | None) -> tuple[functions.Function, tuple[p.Expr, ...], SqlType]:
+def _resolved_call(name: str, overloads: list, args: list[p.Expr], where: int | None,
+                   record_ok: bool = False) -> tuple[functions.Function, tuple[p.Expr, ...], SqlType]:
     """The catalog signature a call of `name` resolves to (PostgreSQL's 42883/42725 where none
     or several fit), its arguments coerced to the signature's types, and its result type."""
     if not overloads:
@@ -944,6 +957,8 @@ def _resolved_call(name: str, overloads: list, args: list[p.Expr],
         raise
     params = coerce.expand_args(func, len(args))
     bound = _coerce_params(args, params, where)
+    if record_ok and func.result == "record":
+        return func, bound, None
     return func, bound, coerce.result_type(func.result, params, [a.type for a in bound])
 
 
@@ -967,25 +982,3 @@ def _cast_columns(rel: p.Rel, types: list[SqlType]) -> p.Rel:
     exprs = tuple(_coerce(p.ColRef(0, i, c.type), t) for i, (c, t) in enumerate(zip(cols, types, strict=True)))
     return p.Project(p.Map(rel, exprs, tuple(c.name for c in cols)), tuple(range(width, 2 * width)),
                      tuple(c.name for c in cols))
-
-
-def _levels_used(e: Any) -> set[int]:
-    """The query levels an expression or plan refers to, counted from its own (0)."""
-    if isinstance(e, p.ColRef):
-        return {e.level}
-    if isinstance(e, p.Subquery):
-        inner = {level - 1 for level in _levels_used(e.rel) if level >= 1}
-        return inner.union(*(_levels_used(x) for x in e.lhs))
-    if not is_dataclass(e) or isinstance(e, (SqlType, functions.Function, operators.Operator, p.Column)):
-        return set()
-    return {level for f in fields(e) for c in p.children(getattr(e, f.name)) for level in _levels_used(c)}
-
-
-def _refers_at(e: Any, level: int) -> bool:
-    """Whether `e` refers to a column of exactly query level `level` (0: its own)."""
-    return level in _levels_used(e)
-
-
-def _refers_outward(e: Any, level: int) -> bool:
-    """Whether `e` refers to a column `level` or more query levels out."""
-    return any(used >= level for used in _levels_used(e))

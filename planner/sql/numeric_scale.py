@@ -147,10 +147,23 @@ def output_scales(rel: p.Rel) -> Scales:
         case p.Reduce(input=inner, keys=keys, aggregates=aggs):
             base = output_scales(inner)
             return [expr_scale(k, base) for k in keys] + [_aggregate_scale(a, base) for a in aggs]
+        case p.TableFunction():
+            return _function_scales(rel, [])
+        case p.FlatMap(input=inner, func=func):
+            base = output_scales(inner)
+            return base + _function_scales(func, base)
         case p.SetOp(left=left, right=right):
             return [a if a == b else None
                     for a, b in zip(output_scales(left), output_scales(right), strict=True)]
     return [None] * len(p.columns(rel))
+
+
+def _function_scales(f: p.TableFunction, inputs: Scales) -> Scales:
+    if f.func.name == "generate_series" and f.func.result == "numeric":
+        # the start, then start + i * step: the start's scale where it is the larger (the
+        # binder refuses a step with more digits)
+        return [expr_scale(f.args[0], inputs)]
+    return [None] * len(f.columns)
 
 
 def expr_scale(e: p.Expr, inputs: Scales) -> int | None:

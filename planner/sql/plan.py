@@ -322,13 +322,35 @@ class TopK:
     offset: Expr | None
 
 
-Rel = Get | Constant | Map | Filter | Project | Join | Reduce | Distinct | SetOp | TopK
+@dataclass(frozen=True)
+class TableFunction:
+    """A set-returning function in FROM (`generate_series(1, 3)`, `jsonb_each(j)`): a row per
+    value, or per record with its columns. Standing alone, its arguments refer to no FROM
+    item; inside a FlatMap, to the FlatMap's input."""
+
+    func: Function
+    args: tuple[Expr, ...]
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class FlatMap:
+    """The input's columns followed by a set-returning function's, once per row of the
+    function's values for that input row: a function in FROM whose arguments name earlier
+    FROM items (PostgreSQL's implicit LATERAL; Materialize's FlatMap). The function's
+    arguments refer to the input's columns at level 0."""
+
+    input: Rel
+    func: TableFunction
+
+
+Rel = Get | Constant | Map | Filter | Project | Join | Reduce | Distinct | SetOp | TopK | TableFunction | FlatMap
 
 
 def columns(rel: Rel) -> tuple[Column, ...]:
     """A relation's output columns."""
     match rel:
-        case Get(columns=cols) | Constant(columns=cols):
+        case Get(columns=cols) | Constant(columns=cols) | TableFunction(columns=cols):
             return cols
         case Map(input=inner, exprs=exprs, names=names):
             return columns(inner) + tuple(Column(n, e.type) for n, e in zip(names, exprs, strict=True))
@@ -339,6 +361,8 @@ def columns(rel: Rel) -> tuple[Column, ...]:
             return tuple(Column(n, cols[i].type) for n, i in zip(names, outputs, strict=True))
         case Join(left=left, right=right):
             return columns(left) + columns(right)
+        case FlatMap(input=inner, func=func):
+            return columns(inner) + func.columns
         case Reduce(keys=keys, aggregates=aggs, names=names):
             types = [k.type for k in keys] + [a.type for a in aggs]
             return tuple(Column(n, t) for n, t in zip(names, types, strict=True))
@@ -396,3 +420,25 @@ def _transform_item(v: Any, fn: Callable[[Any], Any]) -> Any:
     if is_dataclass(v) and not isinstance(v, (SqlType, Function, Operator)):
         return transform(v, fn)
     return v
+
+
+def levels_used(e: Any) -> set[int]:
+    """The query levels an expression or plan refers to, counted from its own (0)."""
+    if isinstance(e, ColRef):
+        return {e.level}
+    if isinstance(e, Subquery):
+        inner = {level - 1 for level in levels_used(e.rel) if level >= 1}
+        return inner.union(*(levels_used(x) for x in e.lhs))
+    if not is_dataclass(e) or isinstance(e, (SqlType, Function, Operator, Column)):
+        return set()
+    return {level for f in fields(e) for c in children(getattr(e, f.name)) for level in levels_used(c)}
+
+
+def refers_at(e: Any, level: int) -> bool:
+    """Whether `e` refers to a column of exactly query level `level` (0: its own)."""
+    return level in levels_used(e)
+
+
+def refers_outward(e: Any, level: int) -> bool:
+    """Whether `e` refers to a column `level` or more query levels out."""
+    return any(used >= level for used in levels_used(e))

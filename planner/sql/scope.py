@@ -3,7 +3,9 @@ namespace rules for FROM items, USING/NATURAL joins and join aliases)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from planner.errors import SqlError
 from planner.types import SqlType
@@ -23,6 +25,9 @@ class ScopeColumn:
     schema: str | None = None  # set when the item is a catalogued relation named without alias
     unqualified: bool = True  # reachable by its bare name (not a USING join's side)
     in_star: bool = True  # listed by `*`
+    # the FROM item's name standing for its one value (a function returning a scalar: `FROM
+    # jsonb_array_elements(j) AS e` lets `e` mean the element); a column of that name wins
+    whole_row: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,8 @@ class Scope:
     def find(self, name: str, table: str | None = None, schema: str | None = None) -> list[ScopeColumn]:
         """The columns a (possibly qualified) name could mean at this level."""
         if table is None:
-            return [c for c in self.columns if c.unqualified and c.name == name]
+            found = [c for c in self.columns if c.unqualified and c.name == name]
+            return [c for c in found if not c.whole_row] or found
         return [c for c in self.columns if c.table == table and c.name == name
                 and (schema is None or c.schema == schema)]
 
@@ -76,3 +82,14 @@ def one(found: list[ScopeColumn], text: str, position: int | None) -> ScopeColum
     if len(found) > 1:
         raise SqlError(AMBIGUOUS_COLUMN, f'column reference "{text}" is ambiguous', position=position)
     return found[0] if found else None
+
+
+def item_scope(name: str, cols: Sequence[Any], aliased: Sequence[str]) -> Scope:
+    """The scope of one FROM item named `name` with columns `cols` (each with .name and
+    .type), renamed in order by the alias's column names `aliased`."""
+    if len(aliased) > len(cols):
+        raise SqlError("42P10", f'table "{name}" has {len(cols)} columns available but '
+                                f'{len(aliased)} columns specified')
+    out = tuple(ScopeColumn(name, aliased[i] if i < len(aliased) else c.name, i, c.type)
+                for i, c in enumerate(cols))
+    return Scope(out, (name,))

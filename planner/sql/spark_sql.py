@@ -21,7 +21,7 @@ from planner import jsonb_calls, params, pg_extract, pg_format, pg_functions, pg
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import Kind, Semantics
-from planner.sql import numeric_scale
+from planner.sql import numeric_scale, spark_table_functions
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.translate import SESSION_FUNCTIONS, SessionContext
@@ -120,6 +120,15 @@ class _Generator:
                 return op(this=self.query(left), expression=self.query(right), distinct=not all_)
             case p.TopK():
                 return self._top_k(rel, None)
+            case p.TableFunction(args=args):
+                return spark_table_functions.select(rel, [self.scalar(a, []) for a in args], next(self.lambdas),
+                                                    _template)
+            case p.FlatMap(input=inner, func=func):
+                # the input's columns beside Spark's generator over each row's values
+                q, cols = self._source(inner)
+                each = spark_table_functions.generator(func, [self.scalar(a, cols) for a in func.args],
+                                                       next(self.lambdas), _template, len(cols))
+                return q.select(*(_as(e, i) for i, e in enumerate(cols)), each)
         raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
 
     def _from(self, rel: p.Rel) -> tuple[exp.Expression | None, list[exp.Expression]]:

@@ -141,6 +141,52 @@ def test_row_in_subquery_errors(sql, sqlstate, message):
     assert (err.value.sqlstate, err.value.message) == (sqlstate, message)
 
 
+@pytest.mark.parametrize("sql, shape", [
+    ("SELECT * FROM generate_series(1, 3)", [("generate_series", "integer")]),
+    ("SELECT * FROM generate_series(1, 3) AS g", [("g", "integer")]),
+    ("SELECT * FROM generate_series(1::bigint, 3) AS g(x)", [("x", "bigint")]),
+    ("SELECT g FROM generate_series(1.5, 3) AS g(x)", [("g", "numeric")]),  # the item's name is its value
+    ("SELECT * FROM jsonb_array_elements('[1]') AS e", [("value", "jsonb")]),  # the OUT parameter's name
+    ("SELECT * FROM jsonb_each('{}') AS e(k)", [("k", "text"), ("value", "jsonb")]),
+    ("SELECT * FROM unnest(ARRAY['a']) u", [("u", "text")]),
+])
+def test_functions_in_from_are_named_as_postgres(sql, shape):
+    assert _shape(sql) == shape
+
+
+def test_a_function_naming_earlier_from_items_is_a_flat_map():
+    rel = _bind("SELECT a, g FROM t1, generate_series(1, t1.b) AS g")
+    flat = rel.input.input
+    assert isinstance(flat, p.FlatMap) and isinstance(flat.input, p.Get)
+    assert [(x.level, x.index) for x in flat.func.args if isinstance(x, p.ColRef)] == [(0, 1)]
+    cross = _bind("SELECT a, g FROM t1, generate_series(1, 2) AS g").input.input
+    assert isinstance(cross, p.Join) and cross.kind is p.JoinKind.CROSS
+
+
+@pytest.mark.parametrize("sql, sqlstate, message", [
+    ("SELECT * FROM t1, generate_series(1, nope)", "42703", 'column "nope" does not exist'),
+    ("SELECT * FROM t1, generate_series(1, sum(a))", "42803", "aggregate functions are not allowed in functions in FROM"),
+    ("SELECT * FROM generate_series(1, 3) AS g(a, b)", "42P10", 'table "g" has 1 columns available but 2 columns specified'),
+    ("SELECT * FROM generate_series(3.0, 1, -0.75)", "0A000",
+     "generate_series over numerics whose step has more digits after the point than its start is not supported"),
+    ("SELECT * FROM generate_series('a', 3)", "22P02", None),
+])
+def test_function_in_from_errors(sql, sqlstate, message):
+    with pytest.raises(SqlError) as err:
+        _bind(sql)
+    assert err.value.sqlstate == sqlstate
+    if message is not None:
+        assert err.value.message == message
+
+
+def test_functions_in_from_not_covered_yet_go_to_the_older_path():
+    for sql in ("SELECT * FROM t1 JOIN generate_series(1, a) g ON true",
+                "SELECT * FROM generate_series(1, 3) WITH ORDINALITY",
+                "SELECT * FROM pg_get_keywords()"):
+        with pytest.raises(p.NotYet):
+            _bind(sql)
+
+
 def test_with_queries_are_scoped_and_named_once():
     assert _shape("WITH w(x) AS (SELECT a FROM t1), v AS (SELECT x FROM w) SELECT * FROM v") == [("x", "integer")]
     with pytest.raises(SqlError) as err:

@@ -1,0 +1,108 @@
+"""Set-returning functions in FROM, in the binder: `FROM generate_series(1, 3) AS g(x)`,
+`unnest(a)`, `jsonb_each(j)`, `jsonb_array_elements(j)`, `regexp_split_to_table(s, p)`.
+
+PostgreSQL's parse_clause.c (transformRangeFunction) and its naming of the result: a
+function returning one value gives one column, named by the alias's column list, else by
+its OUT parameter (jsonb_array_elements: value), else by the alias, else after the
+function; a record function gives its output columns (key, value). The FROM item is
+named by the alias or after the function. `Binder`
+(planner.sql.bind) takes `_range_function` from `TableFunctionBinding`.
+
+A function whose arguments name earlier items of a FROM list (PostgreSQL reads functions in
+FROM as LATERAL) becomes a FlatMap over them. Not here yet (the older path runs them): such
+a function inside an explicit JOIN, WITH ORDINALITY, ROWS FROM, column definition lists,
+and functions of the system catalogs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.functions import Function
+from planner.pg_parse import Node, node_type, position_of
+from planner.sql import coerce, numeric_scale
+from planner.sql import plan as p
+from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, item_scope
+from planner.types import SqlType, column_type
+
+# The functions bound here, and the output columns of those that return records.
+SCALAR = frozenset({"generate_series", "unnest", "jsonb_array_elements", "jsonb_array_elements_text",
+                    "jsonb_object_keys", "regexp_split_to_table"})
+RECORDS: dict[str, tuple[tuple[str, SqlType], ...]] = {
+    "jsonb_each": (("key", coerce.TEXT), ("value", column_type("jsonb"))),
+    "jsonb_each_text": (("key", coerce.TEXT), ("value", coerce.TEXT)),
+}
+
+
+# Functions whose one output column PostgreSQL names by its OUT parameter, alias or not.
+OUT_NAMES = {"jsonb_array_elements": "value", "jsonb_array_elements_text": "value"}
+
+
+def _names(nodes: list[Node] | None) -> list[str]:
+    return [n["String"]["sval"] for n in nodes or ()]
+
+
+class TableFunctionBinding:
+    """The FROM functions of `planner.sql.bind.Binder`."""
+
+    _table_function_call: Any  # Binder._table_function_call: a FuncCall and a scope → (function, args, result)
+
+    def _range_function(self, n: dict, left: tuple[p.Rel, Scope] | None = None) -> tuple[p.Rel, Scope]:
+        """A function in FROM; `left`: the FROM items before it, which its arguments may name
+        (the result then holds them too: a cross join, or a FlatMap where they are named)."""
+        items = n["functions"]
+        if n.get("ordinality") or n.get("is_rowsfrom") or len(items) != 1:
+            raise p.NotYet("WITH ORDINALITY and ROWS FROM are not supported yet")
+        call, column_defs = items[0]["List"]["items"]
+        if column_defs or node_type(call) != "FuncCall":
+            raise p.NotYet("a column definition list is not supported yet")
+        fc = call["FuncCall"]
+        name = fc["funcname"][-1]["String"]["sval"]
+        if name not in SCALAR and name not in RECORDS or len(fc["funcname"]) > 1:
+            raise p.NotYet(f"{name} in FROM is not covered by this front end yet")
+        lateral = False
+        try:
+            func, args, result = self._table_function_call(fc, Scope())
+        except p.NotYet:
+            raise
+        except SqlError as err:
+            if err.sqlstate not in (UNDEFINED_COLUMN, UNDEFINED_TABLE):
+                raise
+            if left is None:  # the first FROM item, or inside a JOIN: nothing before it here
+                raise p.NotYet(f"{name} in FROM referring to other FROM items is not supported here yet") from None
+            func, args, result = self._table_function_call(fc, left[1])  # its errors are PostgreSQL's
+            lateral = True
+        alias = n.get("alias")
+        table = alias["aliasname"] if alias else name
+        if name in RECORDS:
+            columns = tuple(p.Column(c, t) for c, t in RECORDS[name])
+        else:
+            columns = (p.Column(OUT_NAMES.get(name, table), result),)
+        _check_series(func, args, numeric_scale.output_scales(left[0]) if lateral else [])
+        rel = p.TableFunction(func, args, columns)
+        scope = item_scope(table, columns, _names(alias.get("colnames")) if alias else [])
+        if len(columns) == 1 and scope.columns[0].name != table:  # the item's name is its value too
+            whole = ScopeColumn(None, table, 0, columns[0].type, in_star=False, whole_row=True)
+            scope = Scope((*scope.columns, whole), scope.tables)
+        if left is None:
+            return rel, scope
+        before, before_scope = left
+        combined = before_scope.combine(scope.shifted(len(p.columns(before))), position_of({"RangeFunction": n}))
+        if lateral:
+            return p.FlatMap(before, rel), combined
+        return p.Join(p.JoinKind.CROSS, before, rel, None), combined
+
+
+def _check_series(func: Function, args: tuple[p.Expr, ...], inputs: numeric_scale.Scales) -> None:
+    """generate_series over numerics: PostgreSQL's first value is the start with its own
+    scale and the next ones start + step with the larger scale; one column of Spark's
+    decimals has one scale, so a start with fewer digits after the point than its step
+    is refused rather than shown with the wrong digits (a stored unconstrained numeric,
+    whose scale is not known, prints without trailing zeros, as it always does)."""
+    if func.name != "generate_series" or func.result != "numeric" or len(args) < 3:
+        return
+    start, step = numeric_scale.expr_scale(args[0], inputs), numeric_scale.expr_scale(args[2], inputs)
+    if start is not None and step is not None and start < step:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "generate_series over numerics whose step has more digits "
+                                              "after the point than its start is not supported")

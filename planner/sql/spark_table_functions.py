@@ -1,0 +1,62 @@
+"""The Spark SQL of a set-returning function in FROM (plan.TableFunction): a FROM-less
+SELECT of Spark's generator over an array of the values, `explode` for one column,
+`inline` for a record's columns.
+
+generate_series gives PostgreSQL's rows where Spark's sequence would differ: none when
+the stop lies the other way from the start (sequence counts back), 22023 for a zero step,
+and numeric bounds and steps (sequence takes integers only) as start + i * step for
+i = 0 .. (stop - start) div step, exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from planner import pg_functions
+from planner.functions import Function
+from planner.sql import plan as p
+from planner.types import SqlType
+
+# generate_series over numerics, {0} start, {1} stop, {2} step, {var} the element index
+_NUMERIC_SERIES = (
+    "case when {2} = 0 then raise_error('sparkwire:22023:step size cannot equal zero') "
+    "when ({2} > 0 and {0} <= {1}) or ({2} < 0 and {0} >= {1}) "
+    "then transform(sequence(cast(0 as bigint), cast(({1} - {0}) div {2} as bigint)), "
+    "{var} -> cast({0} + {var} * {2} as {type})) "
+    "else array() end")
+
+
+Filler = Callable[[str, list[exp.Expression]], exp.Expression]  # a template filled with arguments
+
+
+def select(rel: p.TableFunction, args: list[exp.Expression], var: str, filled: Filler) -> exp.Select:
+    """`SELECT explode(...) AS c0` (or `inline(...) AS (c0, c1)`) for `rel`, whose
+    arguments' Spark SQL is `args`; `var` is a lambda variable free in them."""
+    return exp.select(generator(rel, args, var, filled, 0))
+
+
+def generator(rel: p.TableFunction, args: list[exp.Expression], var: str, filled: Filler,
+              first: int) -> exp.Expression:
+    """The select item of `rel`'s values, its columns named c{first}, c{first + 1}, ..."""
+    values = _values(rel.func, args, rel.columns[0].type, var, filled)
+    if len(rel.columns) == 1:
+        return exp.Alias(this=exp.Explode(this=values), alias=exp.to_identifier(f"c{first}"))
+    names = [exp.to_identifier(f"c{first + i}") for i in range(len(rel.columns))]
+    return exp.Aliases(this=exp.Anonymous(this="inline", expressions=[values]), expressions=names)
+
+
+def _values(f: Function, args: list[exp.Expression], element: SqlType, var: str, filled: Filler) -> exp.Expression:
+    """The array of the function's values (rows)."""
+    if f.name == "generate_series":
+        if element.base.name != "numeric":
+            return pg_functions.series_values(*args)
+        step = args[2] if len(args) > 2 else exp.Literal.number(1)
+        return filled(_NUMERIC_SERIES.format("{0}", "{1}", "{2}", var=var, type=element.spark),
+                       [args[0], args[1], step])
+    generator = filled(f.spark, args)
+    if not isinstance(generator, exp.Explode):
+        raise p.NotYet(f"{f.name} in FROM cannot run on Spark yet")
+    return generator.this
+
