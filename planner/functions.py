@@ -627,6 +627,7 @@ _INTERNAL_SPARK = frozenset((
     "chr", "translate", "typeof",  # array::text: planner.pg_functions.array_text_template
     "instr", "regexp_replace",  # a numeric's text without Spark's padding: pg_functions.UNSCALED_NUMERIC_TEXT
     "slice",  # a[i:j]: planner.sql.spark_sql
+    "arrays_zip",  # a select list's set-returning functions in lockstep: planner.sql.spark_table_functions
     "grouping_id",  # GROUPING(a, ...) over grouping sets: planner.sql.bind
     "format_string",  # a float's digits as a numeric (printf's %.15g): planner.sql.spark_sql
 ))

@@ -63,6 +63,7 @@ class _Level:
     scope: Scope
     aggregates: list[p.AggCall] | None = None
     agg_context: str = ""  # where aggregates are refused: "WHERE", "JOIN conditions", ...
+    srfs: list[p.TableFunction] | None = None  # the select list's set-returning functions, while bound
 
 
 @dataclass(frozen=True)
@@ -211,9 +212,11 @@ class Binder(ArrayBinding, TableFunctionBinding):
             level.aggregates, level.agg_context = [], ""
             # An output column still of unknown type (`SELECT 'x'`) is text, as PostgreSQL
             # resolves it, except in a set operation's branch, where the other branches decide.
+            level.srfs = []
             targets = [(n, _coerce(e, coerce.TEXT) if e.type == coerce.UNKNOWN and not (set_branch or keep_unknown)
                         else e)
                        for n, e in self._targets(s.get("targetList") or [], scope)]
+            srfs, level.srfs = level.srfs, None
             names = [n for n, _ in targets]
             exprs = [e for _, e in targets]
             group, sets = self._group_keys(s.get("groupClause") or [], targets, level)
@@ -229,6 +232,8 @@ class Binder(ArrayBinding, TableFunctionBinding):
                                                           exprs, hidden, having)
                 if having is not None:
                     rel = p.Filter(rel, having)
+            if srfs:  # planner.sql.bind_table_functions
+                rel, exprs, hidden = self._project_set(rel, srfs, exprs, hidden, aggregated)
         finally:
             self._levels.pop()
         width = len(p.columns(rel))
@@ -685,9 +690,11 @@ class Binder(ArrayBinding, TableFunctionBinding):
         within = self._within_group(n, name, bool(overloads), where)
         if n.get("agg_filter") is not None or (n.get("agg_order") and within is None):
             raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
-        if any(f.kind is Kind.TABLE for f in overloads):
-            raise p.NotYet(f"set-returning function {name} is not supported yet", position=where)
         level = self._levels[-1] if self._levels else None
+        if any(f.kind is Kind.TABLE for f in overloads):
+            if level is None or level.srfs is None:
+                raise p.NotYet(f"set-returning function {name} is not supported here yet", position=where)
+            return self._select_list_function(n, name, level.srfs)  # planner.sql.bind_table_functions
         star = bool(n.get("agg_star"))
         is_agg = any(f.kind is Kind.AGGREGATE for f in overloads)
         if is_agg and (level is None or level.aggregates is None):
@@ -726,13 +733,16 @@ class Binder(ArrayBinding, TableFunctionBinding):
             return _AggSlot(len(level.aggregates) - 1, result)
         return p.Call(func, bound, result)
 
-    def _table_function_call(self, n: dict, scope: Scope) -> tuple[functions.Function, tuple[p.Expr, ...],
-                                                                   SqlType | None]:
-        """A set-returning function called in FROM, its arguments seeing `scope` alone: its
-        signature, arguments and result type (None for a record, whose columns the caller knows)."""
+    def _table_function_call(self, n: dict, scope: Scope | None) -> tuple[functions.Function, tuple[p.Expr, ...],
+                                                                          SqlType | None]:
+        """A set-returning function call, its arguments seeing `scope` alone (in FROM) or the
+        query levels (None: in a select list): its signature, arguments and result type (None
+        for a record, whose columns the caller knows)."""
         name = names(n["funcname"])[-1]
         overloads = [f for f in functions.overloads(name) if f.kind is Kind.TABLE and f.schema == "pg_catalog"]
-        saved, self._levels = self._levels, [_Level(scope, None, "functions in FROM")]
+        saved = self._levels
+        if scope is not None:  # in FROM; else a select list's, in its query level
+            self._levels = [_Level(scope, None, "functions in FROM")]
         try:
             args = [self.expr(a) for a in n.get("args") or ()]
         finally:

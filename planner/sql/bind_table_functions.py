@@ -16,6 +16,7 @@ and functions of the system catalogs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
@@ -44,9 +45,41 @@ def _names(nodes: list[Node] | None) -> list[str]:
 
 
 class TableFunctionBinding:
-    """The FROM functions of `planner.sql.bind.Binder`."""
+    """The set-returning functions of `planner.sql.bind.Binder`, in FROM and in select lists."""
 
     _table_function_call: Any  # Binder._table_function_call: a FuncCall and a scope → (function, args, result)
+
+    def _select_list_function(self, n: dict, name: str, srfs: list[p.TableFunction]) -> p.Expr:
+        """`SELECT unnest(a), generate_series(1, 3)`: the call collected into `srfs`, which run
+        in lockstep after the FROM and WHERE (PostgreSQL's ProjectSet); its value a slot."""
+        if name not in SCALAR:
+            raise p.NotYet(f"{name} in a select list is not covered by this front end yet")
+        func, args, result = self._table_function_call(n, None)
+        if any(p.contains(a, SrfSlot) for a in args):
+            raise p.NotYet("a set-returning function in another's arguments is not supported yet")
+        _check_series(func, args, None)
+        srfs.append(p.TableFunction(func, args, (p.Column(name, result),)))
+        return SrfSlot(len(srfs) - 1, result)
+
+    def _project_set(self, rel: p.Rel, srfs: list[p.TableFunction], exprs: list[p.Expr], hidden: list[p.Expr],
+                     aggregated: bool) -> tuple[p.Rel, list[p.Expr], list[p.Expr]]:
+        """The select list's functions as a FlatMap over `rel`, each call in `exprs` and
+        `hidden` (ORDER BY's) the FlatMap's column for it."""
+        if aggregated:
+            raise p.NotYet("set-returning functions in an aggregating query are not supported yet")
+        for e in exprs:
+            where = _misplaced(e)
+            if where is not None:
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"set-returning functions are not allowed in {where}")
+            if p.contains(e, p.WindowCall) and p.contains(e, SrfSlot):
+                raise p.NotYet("a set-returning function beside a window function is not supported yet")
+        width = len(p.columns(rel))
+
+        def column(e: Any) -> p.Expr | None:
+            return p.ColRef(0, width + e.index, e.type) if isinstance(e, SrfSlot) else None
+
+        return (p.FlatMap(rel, tuple(srfs)), [p.transform(e, column) for e in exprs],
+                [p.transform(e, column) for e in hidden])
 
     def _range_function(self, n: dict, left: tuple[p.Rel, Scope] | None = None) -> tuple[p.Rel, Scope]:
         """A function in FROM; `left`: the FROM items before it, which its arguments may name
@@ -90,11 +123,29 @@ class TableFunctionBinding:
         before, before_scope = left
         combined = before_scope.combine(scope.shifted(len(p.columns(before))), position_of({"RangeFunction": n}))
         if lateral:
-            return p.FlatMap(before, rel), combined
+            return p.FlatMap(before, (rel,)), combined
         return p.Join(p.JoinKind.CROSS, before, rel, None), combined
 
 
-def _check_series(func: Function, args: tuple[p.Expr, ...], inputs: numeric_scale.Scales) -> None:
+@dataclass(frozen=True)
+class SrfSlot:
+    """A select list's set-returning function call, until its column of the FlatMap is known."""
+
+    index: int  # among the select list's set-returning functions
+    type: SqlType
+
+
+def _misplaced(e: Any) -> str | None:
+    """Where in `e` a set-returning function sits that PostgreSQL refuses there, if any."""
+    for cls, where in ((p.Case, "CASE"), (p.Coalesce, "COALESCE")):
+        if isinstance(e, cls) and p.contains(e, SrfSlot):
+            return where
+    if isinstance(e, (p.Subquery, SqlType)) or not is_dataclass(e):
+        return None
+    return next((w for f in fields(e) for c in p.children(getattr(e, f.name)) if (w := _misplaced(c))), None)
+
+
+def _check_series(func: Function, args: tuple[p.Expr, ...], inputs: numeric_scale.Scales | None) -> None:
     """generate_series over numerics: PostgreSQL's first value is the start with its own
     scale and the next ones start + step with the larger scale; one column of Spark's
     decimals has one scale, so a start with fewer digits after the point than its step
@@ -102,6 +153,10 @@ def _check_series(func: Function, args: tuple[p.Expr, ...], inputs: numeric_scal
     whose scale is not known, prints without trailing zeros, as it always does)."""
     if func.name != "generate_series" or func.result != "numeric" or len(args) < 3:
         return
+    if inputs is None:  # a select list's: the FROM's scales are not at hand; constants are
+        if any(p.contains(a, p.ColRef) for a in (args[0], args[2])):
+            raise p.NotYet("generate_series over numeric columns in a select list is not covered yet")
+        inputs = []
     start, step = numeric_scale.expr_scale(args[0], inputs), numeric_scale.expr_scale(args[2], inputs)
     if start is not None and step is not None and start < step:
         raise SqlError(FEATURE_NOT_SUPPORTED, "generate_series over numerics whose step has more digits "

@@ -149,9 +149,9 @@ def output_scales(rel: p.Rel) -> Scales:
             return [expr_scale(k, base) for k in keys] + [_aggregate_scale(a, base) for a in aggs]
         case p.TableFunction():
             return _function_scales(rel, [])
-        case p.FlatMap(input=inner, func=func):
+        case p.FlatMap(input=inner, funcs=funcs):
             base = output_scales(inner)
-            return base + _function_scales(func, base)
+            return base + [s for f in funcs for s in _function_scales(f, base)]
         case p.SetOp(left=left, right=right):
             return [a if a == b else None
                     for a, b in zip(output_scales(left), output_scales(right), strict=True)]

@@ -335,13 +335,15 @@ class TableFunction:
 
 @dataclass(frozen=True)
 class FlatMap:
-    """The input's columns followed by a set-returning function's, once per row of the
-    function's values for that input row: a function in FROM whose arguments name earlier
-    FROM items (PostgreSQL's implicit LATERAL; Materialize's FlatMap). The function's
-    arguments refer to the input's columns at level 0."""
+    """The input's columns followed by set-returning functions' columns, once per row of the
+    functions' values for that input row (Materialize's FlatMap): a function in FROM whose
+    arguments name earlier FROM items (PostgreSQL's implicit LATERAL), or the functions of a
+    select list, which run in lockstep (as many rows as the longest gives, the others'
+    columns NULL past their end). The functions' arguments refer to the input's columns at
+    level 0."""
 
     input: Rel
-    func: TableFunction
+    funcs: tuple[TableFunction, ...]
 
 
 Rel = Get | Constant | Map | Filter | Project | Join | Reduce | Distinct | SetOp | TopK | TableFunction | FlatMap
@@ -361,8 +363,8 @@ def columns(rel: Rel) -> tuple[Column, ...]:
             return tuple(Column(n, cols[i].type) for n, i in zip(names, outputs, strict=True))
         case Join(left=left, right=right):
             return columns(left) + columns(right)
-        case FlatMap(input=inner, func=func):
-            return columns(inner) + func.columns
+        case FlatMap(input=inner, funcs=funcs):
+            return columns(inner) + tuple(c for f in funcs for c in f.columns)
         case Reduce(keys=keys, aggregates=aggs, names=names):
             types = [k.type for k in keys] + [a.type for a in aggs]
             return tuple(Column(n, t) for n, t in zip(names, types, strict=True))

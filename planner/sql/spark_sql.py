@@ -123,11 +123,12 @@ class _Generator:
             case p.TableFunction(args=args):
                 return spark_table_functions.select(rel, [self.scalar(a, []) for a in args], next(self.lambdas),
                                                     _template)
-            case p.FlatMap(input=inner, func=func):
+            case p.FlatMap(input=inner, funcs=funcs):
                 # the input's columns beside Spark's generator over each row's values
                 q, cols = self._source(inner)
-                each = spark_table_functions.generator(func, [self.scalar(a, cols) for a in func.args],
-                                                       next(self.lambdas), _template, len(cols))
+                each = spark_table_functions.lockstep(
+                    funcs, [[self.scalar(a, cols) for a in f.args] for f in funcs],
+                    [next(self.lambdas) for _ in funcs], _template, len(cols))
                 return q.select(*(_as(e, i) for i, e in enumerate(cols)), each)
         raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
 

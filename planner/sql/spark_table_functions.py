@@ -47,6 +47,21 @@ def generator(rel: p.TableFunction, args: list[exp.Expression], var: str, filled
     return exp.Aliases(this=exp.Anonymous(this="inline", expressions=[values]), expressions=names)
 
 
+def lockstep(funcs: tuple[p.TableFunction, ...], args: list[list[exp.Expression]], variables: list[str],
+             filled: Filler, first: int) -> exp.Expression:
+    """The select item of several functions' values side by side, as PostgreSQL runs the
+    set-returning functions of a select list: as many rows as the longest gives, the
+    others NULL past their end (arrays_zip pads so; a NULL array counts as empty)."""
+    if len(funcs) == 1:
+        return generator(funcs[0], args[0], variables[0], filled, first)
+    arrays = [exp.Coalesce(this=_values(f.func, a, f.columns[0].type, v, filled),
+                           expressions=[exp.Anonymous(this="array", expressions=[])])
+              for f, a, v in zip(funcs, args, variables, strict=True)]
+    names = [exp.to_identifier(f"c{first + i}") for i in range(len(funcs))]
+    zipped = exp.Anonymous(this="arrays_zip", expressions=arrays)
+    return exp.Aliases(this=exp.Anonymous(this="inline", expressions=[zipped]), expressions=names)
+
+
 def _values(f: Function, args: list[exp.Expression], element: SqlType, var: str, filled: Filler) -> exp.Expression:
     """The array of the function's values (rows)."""
     if f.name == "generate_series":

@@ -151,13 +151,29 @@ def test_same_errors_as_postgres(postgres, ours, sql):
     "SELECT j @? '$.a' FROM docs",
     "SELECT j @@ '$.a == 1' FROM docs",
     "SELECT jsonb_build_object(VARIADIC ARRAY['a', 'b'])",
-    "SELECT jsonb_array_elements(j), jsonb_object_keys(j) FROM docs",
     "SELECT id FROM docs WHERE jsonb_object_keys(j) = 'a'",  # PostgreSQL: not allowed in WHERE, 0A000
 ])
 def test_refused_rather_than_answered_differently(ours, sql):
     with pytest.raises(psycopg.errors.FeatureNotSupported):
         ours.execute(sql)
     assert ours.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_set_returning_functions_in_lockstep_on_the_front_end(postgres, sparkwire):
+    # The older path refuses two set-returning functions in one select list (0A000); the
+    # front end runs them in lockstep as PostgreSQL does, its errors PostgreSQL's too.
+    sparkwire.execute("SET sql_frontend = sqlglot")
+    with pytest.raises(psycopg.errors.FeatureNotSupported):
+        sparkwire.execute("SELECT jsonb_array_elements(j), jsonb_object_keys(j) FROM docs WHERE id = 3")
+    sparkwire.execute("SET sql_frontend = postgres")
+    sql = """SELECT id, jsonb_array_elements(j), jsonb_object_keys('{"x": 1, "y": 2}') FROM docs WHERE id IN (3, 4)"""
+    assert _rows(sparkwire, sql) == _rows(postgres, sql)
+    with pytest.raises(psycopg.Error) as theirs:
+        postgres.execute("SELECT jsonb_array_elements(j), jsonb_object_keys(j) FROM docs WHERE id = 3")
+    with pytest.raises(psycopg.Error) as mine:
+        sparkwire.execute("SELECT jsonb_array_elements(j), jsonb_object_keys(j) FROM docs WHERE id = 3")
+    assert (mine.value.sqlstate, mine.value.diag.message_primary) == (
+        theirs.value.sqlstate, theirs.value.diag.message_primary)
 
 
 def test_untyped_arguments_on_the_sqlglot_path(postgres, sparkwire):

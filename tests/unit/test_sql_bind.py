@@ -158,7 +158,7 @@ def test_a_function_naming_earlier_from_items_is_a_flat_map():
     rel = _bind("SELECT a, g FROM t1, generate_series(1, t1.b) AS g")
     flat = rel.input.input
     assert isinstance(flat, p.FlatMap) and isinstance(flat.input, p.Get)
-    assert [(x.level, x.index) for x in flat.func.args if isinstance(x, p.ColRef)] == [(0, 1)]
+    assert [(x.level, x.index) for x in flat.funcs[0].args if isinstance(x, p.ColRef)] == [(0, 1)]
     cross = _bind("SELECT a, g FROM t1, generate_series(1, 2) AS g").input.input
     assert isinstance(cross, p.Join) and cross.kind is p.JoinKind.CROSS
 
@@ -185,6 +185,36 @@ def test_functions_in_from_not_covered_yet_go_to_the_older_path():
                 "SELECT * FROM pg_get_keywords()"):
         with pytest.raises(p.NotYet):
             _bind(sql)
+
+
+def test_select_list_functions_run_in_lockstep_over_the_from():
+    rel = _bind("SELECT a, unnest(ARRAY[a, b]) + 1, generate_series(1, a) FROM t1 WHERE a > 0")
+    flat = rel.input.input
+    assert isinstance(flat, p.FlatMap) and isinstance(flat.input, p.Filter)
+    assert [f.func.name for f in flat.funcs] == ["unnest", "generate_series"]
+    plus, series = rel.input.exprs[1:]
+    assert plus.args[0] == p.ColRef(0, 3, INT) and series == p.ColRef(0, 4, INT)  # t1 has 3 columns
+
+
+@pytest.mark.parametrize("sql, where", [
+    ("SELECT CASE WHEN a > 0 THEN generate_series(1, 2) END FROM t1", "CASE"),
+    ("SELECT coalesce(unnest(ARRAY[a]), 0) FROM t1", "COALESCE"),
+])
+def test_select_list_functions_refused_where_postgres_refuses_them(sql, where):
+    with pytest.raises(SqlError) as err:
+        _bind(sql)
+    assert (err.value.sqlstate, err.value.message) == ("0A000", f"set-returning functions are not allowed in {where}")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*), generate_series(1, 2) FROM t1",  # after the aggregation
+    "SELECT generate_series(1, generate_series(1, 2))",  # nested
+    "SELECT a FROM t1 WHERE generate_series(1, 2) > 1",  # WHERE: PostgreSQL's 0A000 on the older path
+    "SELECT jsonb_each('{}')",  # a record
+])
+def test_select_list_functions_not_covered_yet(sql):
+    with pytest.raises(p.NotYet):
+        _bind(sql)
 
 
 def test_with_queries_are_scoped_and_named_once():
