@@ -628,6 +628,7 @@ _INTERNAL_SPARK = frozenset((
     "instr", "regexp_replace",  # a numeric's text without Spark's padding: pg_functions.UNSCALED_NUMERIC_TEXT
     "slice",  # a[i:j]: planner.sql.spark_sql
     "arrays_zip",  # a select list's set-returning functions in lockstep: planner.sql.spark_table_functions
+    "make_timestamp", "make_timestamp_ntz", "year",  # date_trunc to a decade, century, millennium: pg_extract
     "grouping_id",  # GROUPING(a, ...) over grouping sets: planner.sql.bind
     "format_string",  # a float's digits as a numeric (printf's %.15g): planner.sql.spark_sql
 ))

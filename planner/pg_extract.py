@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+import sqlglot
 from sqlglot import exp
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
@@ -166,3 +167,34 @@ def older_path_field(unit: str, value: exp.Expression) -> exp.Expression | None:
                 "millennium"):
         return _numeric(name, value)
     return None
+
+
+# date_trunc's units, as Spark's date_trunc spells them; decade, century and millennium
+# are cut from the year (Spark has none of them).
+_TRUNC_UNITS = {"year": "YEAR", "quarter": "QUARTER", "month": "MONTH", "week": "WEEK", "day": "DAY",
+                "hour": "HOUR", "minute": "MINUTE", "second": "SECOND", "milliseconds": "MILLISECOND",
+                "microseconds": "MICROSECOND"}
+# The first year of the decade, century or millennium a year falls in (years 1 and later):
+# 2024 → 2020, 2001, 2001 (PostgreSQL's centuries and millennia begin in their year 1).
+_TRUNC_YEARS = {"decade": "{0} - {0} % 10", "century": "({0} - 1) div 100 * 100 + 1",
+                "millennium": "({0} - 1) div 1000 * 1000 + 1"}
+
+
+def truncate(unit: str, value: exp.Expression, source: Source) -> exp.Expression:
+    """date_trunc(unit, timestamp or timestamptz) as PostgreSQL's: its unit spellings, 22023
+    for a unit it does not recognize there, 0A000 for the time zone units."""
+    lowered = unit.lower()  # not stripped; looked up by its first 10 characters, as DecodeUnits does
+    name = _FIELDS.get(lowered[:10])
+    if name in _ZONE:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{lowered}" not supported for type {source.value}')
+    if name not in _TRUNC_UNITS and name not in _TRUNC_YEARS:
+        raise SqlError("22023", f'unit "{lowered}" not recognized for type {source.value}')
+    ntz = source is Source.TIMESTAMP
+    if name in _TRUNC_UNITS:
+        cut = _fn("date_trunc", exp.Literal.string(_TRUNC_UNITS[name]), value)
+        return _cast(cut, "TIMESTAMP_NTZ") if ntz else cut
+    year = sqlglot.parse_one(_TRUNC_YEARS[name].format("year(__v)"), read="spark").transform(
+        lambda n: value.copy() if isinstance(n, exp.Column) and n.name == "__v" else n)
+    zero = exp.Literal.number(0)
+    return _fn("make_timestamp_ntz" if ntz else "make_timestamp", year, exp.Literal.number(1),
+               exp.Literal.number(1), zero, zero, zero)

@@ -393,6 +393,8 @@ class _Generator:
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
             case p.Call(func=f, args=args) if f.name == "array_to_string" and args[0].type.base.name != "text":
                 return self._array_to_string(args, cols)
+            case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name == "date_trunc":
+                return pg_extract.truncate(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))
             case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name in ("extract", "date_part"):
                 compute = pg_extract.extract if f.name == "extract" else pg_extract.date_part
                 return compute(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))

@@ -45,3 +45,26 @@ def test_century_bracketed_before_division():
 def test_date_part_of_a_date_reads_its_midnight():
     sql = pg_extract.date_part("hour", exp.column("d"), Source.DATE).sql("spark")
     assert "CAST(d AS TIMESTAMP_NTZ)" in sql and sql.endswith("AS DOUBLE)")
+
+
+@pytest.mark.parametrize("unit, source, sqlstate, message", [
+    ("dow", pg_extract.Source.TIMESTAMP, "22023", 'unit "dow" not recognized for type timestamp without time zone'),
+    (" Yrs", pg_extract.Source.TIMESTAMP, "22023", 'unit " yrs" not recognized for type timestamp without time zone'),
+    ("EPOCH", pg_extract.Source.TIMESTAMPTZ, "22023",
+     'unit "epoch" not recognized for type timestamp with time zone'),
+    ("timezone_hour", pg_extract.Source.TIMESTAMPTZ, "0A000",
+     'unit "timezone_hour" not supported for type timestamp with time zone'),
+])
+def test_date_trunc_units_refused_as_postgres(unit, source, sqlstate, message):
+    with pytest.raises(SqlError) as err:
+        pg_extract.truncate(unit, exp.column("ts"), source)
+    assert (err.value.sqlstate, err.value.message) == (sqlstate, message)
+
+
+@pytest.mark.parametrize("unit, spark", [
+    ("MONTH", "CAST(DATE_TRUNC('MONTH', ts) AS TIMESTAMP_NTZ)"),
+    ("millisecondsXYZ", "CAST(DATE_TRUNC('MILLISECOND', ts) AS TIMESTAMP_NTZ)"),  # read by its first 10 letters
+    ("century", "MAKE_TIMESTAMP_NTZ((YEAR(ts) - 1) DIV 100 * 100 + 1, 1, 1, 0, 0, 0)"),
+])
+def test_date_trunc_units_in_spark(unit, spark):
+    assert pg_extract.truncate(unit, exp.column("ts"), pg_extract.Source.TIMESTAMP).sql("spark") == spark
