@@ -25,6 +25,10 @@ from planner.sql import coerce, colnames, grouping_sets, value_functions
 from planner.sql import plan as p
 from planner.sql.bind_arrays import ArrayBinding
 from planner.sql.bind_table_functions import TableFunctionBinding
+from planner.sql.bind_windows import WindowBinding, window_definitions
+from planner.sql.bind_windows import sort_key as _sort_key
+from planner.sql.resolve import coerce_params as _coerce_params
+from planner.sql.resolve import resolved_call as _resolved_call
 from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeColumn, item_scope, one
 from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
@@ -32,8 +36,6 @@ GROUPING_ERROR = "42803"
 # Aggregates called as f(direct args) WITHIN GROUP (ORDER BY x); Spark has exact ones of these
 # over numbers (percentile_disc of other types is refused there).
 _ORDERED_SET = frozenset({"percentile_cont", "percentile_disc", "mode"})
-WINDOWING_ERROR = "42P20"
-_DEFAULT_FRAME = 1058  # FRAMEOPTION_DEFAULTS: RANGE UNBOUNDED PRECEDING to CURRENT ROW
 _INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
 CARDINALITY_VIOLATION = "21000"
 INVALID_COLUMN_REFERENCE = "42P10"
@@ -64,6 +66,7 @@ class _Level:
     aggregates: list[p.AggCall] | None = None
     agg_context: str = ""  # where aggregates are refused: "WHERE", "JOIN conditions", ...
     srfs: list[p.TableFunction] | None = None  # the select list's set-returning functions, while bound
+    windows: dict[str, dict] = field(default_factory=dict)  # the WINDOW clause's (bind_windows)
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class _AggSlot:
 
 
 @dataclass
-class Binder(ArrayBinding, TableFunctionBinding):
+class Binder(ArrayBinding, TableFunctionBinding, WindowBinding):
     catalog: Catalog
     text: str = ""  # the statement's text: where the parse tree's locations point
     param_types: list[SqlType] = field(default_factory=list)
@@ -203,7 +206,7 @@ class Binder(ArrayBinding, TableFunctionBinding):
         keep_unknown = not self.resolve_unknowns  # only the outermost SELECT's outputs
         self.resolve_unknowns = True
         rel, scope = self._from(s.get("fromClause") or [])
-        level = _Level(scope)
+        level = _Level(scope, windows=window_definitions(s.get("windowClause")))
         self._levels.append(level)
         try:
             if s.get("whereClause") is not None:
@@ -777,39 +780,6 @@ class Binder(ArrayBinding, TableFunctionBinding):
                 raise SqlError("22003", f"percentile value {value} is not between 0 and 1", position=where)
         return [sort["node"] for sort in sorts]
 
-    def _window_call(self, n: dict, name: str, schema: str | None, where: int | None) -> p.Expr:
-        """`f(...) OVER (PARTITION BY ... ORDER BY ...)`: a window function, or an aggregate
-        over the window (not one of the query's aggregates: it keeps every row)."""
-        level = self._levels[-1] if self._levels else None
-        if level is None or level.aggregates is None:
-            if level is not None and level.agg_context:
-                raise SqlError(WINDOWING_ERROR, f"window functions are not allowed in {level.agg_context}",
-                               position=where)
-            raise SqlError(GROUPING_ERROR, "aggregate function calls cannot contain window function calls",
-                           position=where)
-        over = n["over"]
-        if over.get("name") or over.get("refname"):
-            raise p.NotYet("named windows are not supported yet", position=where)
-        if over.get("frameOptions", _DEFAULT_FRAME) != _DEFAULT_FRAME:
-            raise p.NotYet("window frames other than the default are not supported yet", position=where)
-        if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_distinct"):
-            raise p.NotYet("DISTINCT, ORDER BY or FILTER in a window aggregate is not supported yet",
-                           position=where)
-        named = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")]
-        overloads = [f for f in named if f.kind in (Kind.WINDOW, Kind.AGGREGATE)]
-        args = [] if n.get("agg_star") else [self.expr(a) for a in n.get("args") or ()]
-        if named and not overloads:
-            raise SqlError(WRONG_OBJECT_TYPE, f"OVER specified, but {name} is not a window function nor an "
-                                              "aggregate function", position=where)
-        func, bound, result = _resolved_call(name, overloads, args, where)
-        partition = tuple(self.expr(x) for x in over.get("partitionClause") or ())
-        order = []
-        for item in over.get("orderClause") or ():
-            sort = item["SortBy"]
-            key = _sort_key(0, sort)
-            order.append(p.WindowKey(self.expr(sort["node"]), key.descending, key.nulls_first))
-        return p.WindowCall(func, bound, partition, tuple(order), result)
-
     def _pg_typeof(self, n: dict, where: int | None) -> p.Expr:
         """pg_typeof(x): x's type is known here, so the call is a constant."""
         args = [self.expr(a) for a in n.get("args") or ()]
@@ -938,50 +908,8 @@ def _output_index(node: Node, names_: list[str]) -> int | None:
     return None
 
 
-def _sort_key(index: int, sort: dict) -> p.SortKey:
-    if sort.get("useOp"):
-        raise p.NotYet("ORDER BY USING is not supported")
-    descending = sort.get("sortby_dir") == "SORTBY_DESC"
-    nulls = sort.get("sortby_nulls", "SORTBY_NULLS_DEFAULT")
-    nulls_first = descending if nulls == "SORTBY_NULLS_DEFAULT" else nulls == "SORTBY_NULLS_FIRST"
-    return p.SortKey(index, descending, nulls_first)
-
-
 _coerce = coerce.to_type
 _typed_literal = coerce.typed_literal
-
-
-def _resolved_call(name: str, overloads: list, args: list[p.Expr], where: int | None,
-                   record_ok: bool = False) -> tuple[functions.Function, tuple[p.Expr, ...], SqlType]:
-    """The catalog signature a call of `name` resolves to (PostgreSQL's 42883/42725 where none
-    or several fit), its arguments coerced to the signature's types, and its result type."""
-    if not overloads:
-        shown = ", ".join(a.type.display() for a in args)
-        raise SqlError("42883", f"function {name}({shown}) does not exist", position=where,
-                       hint="No function matches the given name and argument types. "
-                            "You might need to add explicit type casts.")
-    try:
-        func = coerce.resolve_function(name, overloads, [a.type for a in args])
-    except SqlError as err:
-        err.position = where
-        raise
-    params = coerce.expand_args(func, len(args))
-    bound = _coerce_params(args, params, where)
-    if record_ok and func.result == "record":
-        return func, bound, None
-    return func, bound, coerce.result_type(func.result, params, [a.type for a in bound])
-
-
-def _coerce_params(args: Sequence[p.Expr], params: Sequence[str], where: int | None) -> tuple[p.Expr, ...]:
-    """The arguments as the catalog signature's parameter types, polymorphic ones resolved
-    (coerce.param_types; an unknown literal for "any" as text)."""
-    try:
-        types = coerce.param_types(params, [a.type for a in args])
-    except SqlError as err:
-        err.position = where
-        raise
-    return tuple((_coerce(a, coerce.TEXT) if a.type == coerce.UNKNOWN else a) if t is None else _coerce(a, t)
-                 for a, t in zip(args, types, strict=True))
 
 
 def _cast_columns(rel: p.Rel, types: list[SqlType]) -> p.Rel:

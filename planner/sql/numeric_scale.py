@@ -30,6 +30,8 @@ _SAME = frozenset({"abs", "numeric"})  # (sum, min and max are aggregates: _aggr
 _WHOLE = frozenset({"ceil", "ceiling", "floor", "round", "trunc", "div"})
 
 Scales = list[int | None]
+# Window functions and aggregates whose numeric result has their first argument's scale.
+_WINDOW_SAME = frozenset({"sum", "min", "max", "first_value", "last_value", "nth_value", "lag", "lead"})
 # A scale meaning: PostgreSQL picks it value by value, and the value arrives as its text
 PER_VALUE = -1
 
@@ -195,6 +197,12 @@ def expr_scale(e: p.Expr, inputs: Scales) -> int | None:
             return expr_scale(a, inputs)
         case p.Call(func=f, args=args):
             return _call_scale(f.name, args, inputs)
+        case p.WindowCall(func=f, args=(arg, *rest)) if f.name in _WINDOW_SAME:
+            # sum, min and max over a window as over a group; the value functions pass the
+            # argument's value through (lag/lead's default too)
+            if _is_integer(arg.type):
+                return 0
+            return _same([expr_scale(a, inputs) for a in (arg, *rest[1:]) if not _is_null(a)])
         case p.Coalesce(args=args):
             return _same([expr_scale(a, inputs) for a in args if not _is_null(a)])
         case p.Case(whens=whens, default=default):

@@ -148,17 +148,60 @@ class WindowKey:
     nulls_first: bool
 
 
+class FrameMode(Enum):
+    ROWS = "ROWS"
+    RANGE = "RANGE"
+
+
+class FrameSide(Enum):
+    UNBOUNDED_PRECEDING = "UNBOUNDED PRECEDING"
+    PRECEDING = "PRECEDING"
+    CURRENT_ROW = "CURRENT ROW"
+    FOLLOWING = "FOLLOWING"
+    UNBOUNDED_FOLLOWING = "UNBOUNDED FOLLOWING"
+
+
+@dataclass(frozen=True)
+class FrameBound:
+    side: FrameSide
+    offset: int | None = None  # for PRECEDING and FOLLOWING
+
+    @property
+    def position(self) -> float:
+        """Where the bound lies relative to the current row, to compare a frame's two."""
+        match self.side:
+            case FrameSide.UNBOUNDED_PRECEDING:
+                return float("-inf")
+            case FrameSide.PRECEDING:
+                return -float(self.offset or 0)
+            case FrameSide.FOLLOWING:
+                return float(self.offset or 0)
+            case FrameSide.UNBOUNDED_FOLLOWING:
+                return float("inf")
+        return 0.0
+
+
+@dataclass(frozen=True)
+class Frame:
+    """`ROWS|RANGE BETWEEN start AND end`."""
+
+    mode: FrameMode
+    start: FrameBound
+    end: FrameBound
+
+
 @dataclass(frozen=True)
 class WindowCall:
     """A window function, or an aggregate over a window, in a select list or ORDER BY.
-    Its frame is PostgreSQL's default: with an ORDER BY, from the partition's start to the
-    current row's last peer (RANGE UNBOUNDED PRECEDING); without, the whole partition."""
+    Without a frame, PostgreSQL's default: with an ORDER BY, from the partition's start to
+    the current row's last peer (RANGE UNBOUNDED PRECEDING); without, the whole partition."""
 
     func: Function
     args: tuple[Expr, ...]
     partition: tuple[Expr, ...]
     order: tuple[WindowKey, ...]
     type: SqlType
+    frame: Frame | None = None
 
 
 @dataclass(frozen=True)

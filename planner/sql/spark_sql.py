@@ -279,6 +279,11 @@ class _Generator:
 
     def _window(self, w: p.WindowCall, cols) -> exp.Expression:
         f, args = w.func, [self.scalar(x, cols) for x in w.args]
+        if f.name in ("lag", "lead") and len(w.args) == 3 and w.type.base.name == "numeric":
+            scales = {self._scale(w.args[0], cols), self._scale(w.args[2], cols)}
+            if None not in scales and len(scales) > 1:  # one column of Spark's has one scale
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"{f.name} with a default of another scale than its "
+                                                      "argument's is not supported")
         constant = _WINDOW_CONSTANTS.get(f.name)
         if constant is not None:
             # Spark takes the offset (lag, lead, nth_value) or the bucket count (ntile) only
@@ -297,8 +302,11 @@ class _Generator:
             raise p.NotYet(f"{f.name} over a window is not covered by this front end yet")
         order = [exp.Ordered(this=_not_ordinal(self.scalar(k.expr, cols)), desc=k.descending,
                              nulls_first=k.nulls_first) for k in w.order]
+        # PostgreSQL ignores a frame for the functions that have no use for one; Spark refuses it
+        framed = w.frame is not None and (f.kind is Kind.AGGREGATE or f.name in _FRAMED_WINDOW_FUNCTIONS)
         return exp.Window(this=call, partition_by=[self.scalar(x, cols) for x in w.partition] or None,
-                          order=exp.Order(expressions=order) if order else None)
+                          order=exp.Order(expressions=order) if order else None,
+                          spec=_frame_spec(w.frame) if framed else None)
 
     def _fused(self, m: p.Map, outputs: tuple[int, ...], top: p.TopK | None = None) -> exp.Select:
         """Project ∘ [TopK ∘] Map [∘ Filter] as one SELECT: a correlated reference then
@@ -609,6 +617,23 @@ _INTEGERS = ("smallint", "integer", "bigint")
 _INTEGER_DECIMALS = {"smallint": "DECIMAL(5, 0)", "integer": "DECIMAL(10, 0)", "bigint": "DECIMAL(20, 0)"}
 _UNCONSTRAINED = SqlType(BY_NAME["numeric"])
 _FLOATS = ("real", "double precision")
+
+
+_FRAMED_WINDOW_FUNCTIONS = frozenset({"first_value", "last_value", "nth_value"})
+
+
+def _frame_spec(frame: p.Frame) -> exp.WindowSpec:
+    """`ROWS|RANGE BETWEEN ... AND ...` as sqlglot writes Spark's."""
+    parts: dict[str, object] = {"kind": frame.mode.value}
+    for prefix, bound in (("start", frame.start), ("end", frame.end)):
+        match bound.side:
+            case p.FrameSide.UNBOUNDED_PRECEDING | p.FrameSide.UNBOUNDED_FOLLOWING:
+                parts[prefix], parts[f"{prefix}_side"] = "UNBOUNDED", bound.side.value.split()[1]
+            case p.FrameSide.CURRENT_ROW:
+                parts[prefix] = "CURRENT ROW"
+            case _:
+                parts[prefix], parts[f"{prefix}_side"] = exp.Literal.number(bound.offset), bound.side.value
+    return exp.WindowSpec(**parts)
 
 
 # Window functions whose argument at this position Spark takes only as a constant.
