@@ -43,6 +43,8 @@ from planner import (
     pg_strings,
     pg_to_char,
     pg_to_char_num,
+    pg_to_number,
+    pg_to_timestamp,
 )
 
 
@@ -552,6 +554,10 @@ FUNCTIONS: tuple[Function, ...] = (
     S(3493, "to_regtype", "text", "regtype", "rewrite"),
     # A constant at plan time, the argument's type (planner.typeof); shown as text, not regtype.
     S(1619, "pg_typeof", '"any"', "regtype", "rewrite"),
+    # PostgreSQL's patterns read as PostgreSQL reads them (planner.pg_to_number, pg_to_timestamp)
+    F(1777, "to_number", "text, text", "numeric", pg_to_number.TEMPLATE),
+    F(1780, "to_date", "text, text", "date", pg_to_timestamp.TEMPLATES["to_date"]),
+    F(1778, "to_timestamp", "text, text", "timestamp with time zone", pg_to_timestamp.TEMPLATES["to_timestamp"]),
     F(1158, "to_timestamp", "double precision", "timestamp with time zone", "timestamp_micros(cast(round({0} * 1000000) as bigint))"),
     S(2647, "transaction_timestamp", "", "timestamp with time zone", "cast('<the transaction''s start>' as timestamp)"),
     F(878, "translate", "text, text, text", "text", "translate({0}, {1}, {2})"),
@@ -648,6 +654,7 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | frozenset(pg_numeric.UDF_NAMES.values())
                                    | frozenset(pg_float.UDF_NAMES.values())
                                    | frozenset(pg_regex.UDF_NAMES.values()) | frozenset(pg_strings.UDF_NAMES.values())
-                                   | {pg_to_char.UDF_NAME, pg_to_char_num.UDF_NAME}
+                                   | {pg_to_char.UDF_NAME, pg_to_char_num.UDF_NAME, pg_to_number.UDF_NAME}
+                                   | frozenset(pg_to_timestamp.UDF_NAMES.values())
                                    | frozenset(pg_gcd.UDF_NAMES.values())
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

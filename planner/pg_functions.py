@@ -439,7 +439,11 @@ _SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # S
 
 # Catalogued functions the older path (sqlglot's tree) does not translate: they need the
 # front end's types and scales (to_char's pattern, besides, is rewritten by sqlglot).
-FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale"})
+FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale", "to_number", "to_date"})
+# sqlglot's nodes for the calls whose PostgreSQL pattern it rewrites (to_char, to_date, to_number,
+# to_timestamp(text, text)), by the name the error gives
+_PATTERN_CALLS = {exp.TimeToStr: "to_char", exp.StrToDate: "to_date", exp.StrToTime: "to_timestamp",
+                  exp.ToNumber: "to_number"}
 
 
 def typed(tree: exp.Expression) -> None:
@@ -458,11 +462,10 @@ def typed(tree: exp.Expression) -> None:
                 node.replace(text_form)
         elif node.meta.get("pg_format"):
             node.replace(_format_call(node))
-        elif isinstance(node, exp.TimeToStr) or (isinstance(node, exp.Anonymous)
-                                                 and node.name.lower() in FRONT_END_ONLY):
-            # sqlglot has already turned to_char's PostgreSQL pattern into strftime's, which
-            # does not map back one to one; these run on the front end of our own only
-            name = "to_char" if isinstance(node, exp.TimeToStr) else node.name.lower()
+        elif type(node) in _PATTERN_CALLS or (isinstance(node, exp.Anonymous) and node.name.lower() in FRONT_END_ONLY):
+            # sqlglot has already turned a PostgreSQL pattern into strftime's, which does not
+            # map back one to one; these run on the front end of our own only
+            name = _PATTERN_CALLS.get(type(node)) or node.name.lower()
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} is not supported in a query with WITH RECURSIVE, "
                                                   "LATERAL, a set-returning function or a system catalog")
         elif isinstance(node, (exp.Concat, exp.ConcatWs)):

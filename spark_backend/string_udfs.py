@@ -4,7 +4,7 @@ writes (their modules' UDF_NAMES). PostgreSQL's errors leave the worker as jsonb
 
 from __future__ import annotations
 
-from planner import pg_format, pg_regex, pg_strings, pg_to_char, pg_to_char_num
+from planner import pg_format, pg_regex, pg_strings, pg_to_char, pg_to_char_num, pg_to_number, pg_to_timestamp
 from spark_backend.jsonb_udfs import carrying_sqlstate
 
 _TEXT_ARRAY = "array<string>"
@@ -25,6 +25,9 @@ _UDFS = {
     pg_format.UDF_NAME: (pg_format.pg_format, "string"),
     pg_to_char.UDF_NAME: (pg_to_char.to_char, "string"),
     pg_to_char_num.UDF_NAME: (pg_to_char_num.from_text, "string"),
+    pg_to_number.UDF_NAME: (pg_to_number.from_text, "string"),
+    pg_to_timestamp.UDF_NAMES["to_timestamp"]: (pg_to_timestamp.timestamp_text, "string"),
+    pg_to_timestamp.UDF_NAMES["to_date"]: (pg_to_timestamp.date_text, "string"),
 }
 
 

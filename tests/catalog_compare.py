@@ -139,6 +139,13 @@ SPECIAL: dict[tuple, list[str]] = {
     **{("to_char", 1, (t, "text")): ["'9999.99'", "'FM9,999,990.00PR'", "'S0000V99'", "'9.99EEEE'", "'RN'",
                                       "'\"n=\"SG999th'", "'99'", "''", "NULL::text"]
        for t in ("numeric", "integer", "bigint", "real", "double precision")},
+    ("to_number", 0): ["'1,234.50'", "'-12'", "'0.00'", "' 12 '", "'abc'", "NULL::text"],
+    ("to_number", 1): ["'9G999D99'", "'S999'", "'9.99'", "'9V9'", "''", "NULL::text"],
+    ("to_date", 0): ["'2024-02-29'", "'05 Mar 2021'", "'2023-02-29'", "'x'", "NULL::text"],
+    ("to_date", 1): ["'YYYY-MM-DD'", "'DD Mon YYYY'", "'YYYY DDD'", "NULL::text"],
+    ("to_timestamp", 0, "text"): ["'2024-02-29 13:45:10.5'", "'05 Mar 2021 1:02 pm'", "'2024-01-01 10:00 +05:30'",
+                                  "NULL::text"],
+    ("to_timestamp", 1, "text"): ["'YYYY-MM-DD HH24:MI:SS.US'", "'DD Mon YYYY HH:MI am'", "'YYYY-MM-DD HH24:MI TZH:TZM'"],
     ("make_date", 0): ["2024", "1", "9999", "0", "NULL::integer"],
     ("gcd", 0, "numeric"): ["12.5::numeric", "(-0.30)::numeric", "0::numeric", "NULL::numeric"],
     ("gcd", 1, "numeric"): ["5::numeric", "0.2::numeric", "18::numeric"],

@@ -39,7 +39,7 @@ PER_VALUE = -1
 # by OID (PostgreSQL 15's pg_operator / pg_proc), and the planner.pg_numeric operation.
 _OPERATORS = {1761: "div", 1038: "power"}  # numeric / numeric, numeric ^ numeric
 _FUNCTIONS = {1730: "sqrt", 1732: "exp", 1734: "ln", 1736: "log", 1741: "log10", 1481: "log10",
-              1738: "power", 2169: "power"}
+              1738: "power", 2169: "power", 1777: "to_number"}
 _AVERAGES = frozenset({2100, 2101, 2102, 2103})  # avg of bigint, integer, smallint, numeric
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from decimal import Decimal
 
+from planner import pg_to_number
 from planner.functions import Function, Kind
 from planner.pg_numeric import UDF_NAMES, VARIANCES
 from planner.sql import numeric_scale
@@ -44,6 +45,7 @@ def _aggregate(name: str, template: str) -> Function:
 
 
 _TEN = Decimal(10)
+_TO_NUMBER_TEXT = Function(0, pg_to_number.UDF_NAME, ("text", "text"), "text", pg_to_number.TEXT_TEMPLATE)
 _SUM = _aggregate("sum", "sum({0})")
 _SUM_WIDE = _aggregate("sum", "sum(cast({0} as decimal(38, 0)))")  # Spark's sum(bigint) overflows
 _COUNT = _aggregate("count", "count({0})")
@@ -126,6 +128,8 @@ def _call(e: p.Expr, operation: str, scales: numeric_scale.Scales,
         return p.Call(_udf("avg", len(parts)), parts, result_type)
     assert isinstance(e, (p.OpCall, p.Call))
     args = e.args
+    if operation == "to_number":  # its scale is the input's: the UDF gives PostgreSQL's text
+        return p.Call(_TO_NUMBER_TEXT, args, result_type)
     if operation == "log10":  # log(x) is log(10, x)
         args = (p.Literal(_TEN, NUMERIC), *args)
         operation = "log"
