@@ -25,3 +25,15 @@ def decode_utf8(data: bytes) -> str:
     if "\x00" in s:
         raise SqlError(CHARACTER_NOT_IN_REPERTOIRE, 'invalid byte sequence for encoding "UTF8": 0x00')
     return s
+
+
+def utf8_length(lead: int) -> int:
+    """pg_mblen for UTF-8: how many bytes the character starting with byte `lead` takes (a
+    stray continuation byte counts as one)."""
+    if lead < 0xC0:
+        return 1
+    if lead < 0xE0:
+        return 2
+    if lead < 0xF0:
+        return 3
+    return 4

@@ -44,11 +44,11 @@ _FLOAT_KINDS = ("real", "double precision")
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, rounding=ROUND_HALF_UP)
 
 # Flag bits of the number description.
-_DECIMAL, _ZERO, _BLANK, _FILL, _LSIGN, _BRACKET = 1, 2, 4, 8, 16, 32
-_MINUS, _PLUS, _ROMAN, _MULTI, _EEEE = 64, 128, 256, 512, 1024
+DECIMAL, ZERO, BLANK, FILL, LSIGN, BRACKET = 1, 2, 4, 8, 16, 32
+MINUS, PLUS, ROMAN, MULTI, EEEE = 64, 128, 256, 512, 1024
 
 # Where an "S" puts its sign: before the first digit or after the last one.
-_SIGN_NONE, _SIGN_PRE, _SIGN_POST = 0, -1, 1
+SIGN_NONE, SIGN_PRE, SIGN_POST = 0, -1, 1
 
 # The pattern keywords, by the text that selects them. Where several start with the same
 # character the first one listed that matches wins (so "SG" before "S"); a case-folded
@@ -80,14 +80,14 @@ _ROMAN_DIGITS = (
 
 
 @dataclass
-class _NumDesc:
+class NumDesc:
     """What the format asks for. Counting happens while parsing; the value's preparation
     and the walk then adjust it (V adds its digits to `pre`, a real may lose `post`)."""
 
     flags: int = 0
     pre: int = 0  # digit positions before the decimal point
     post: int = 0  # digit positions after it
-    lsign: int = _SIGN_NONE
+    lsign: int = SIGN_NONE
     pre_lsign: int = 0  # `pre` when the S was seen
     multi: int = 0  # digits after V: the value is multiplied by 10**multi
     zero_start: int = 0  # 1-based position of the first 0 before the point (0: none)
@@ -111,12 +111,12 @@ def _keyword_at(fmt: str, pos: int) -> str | None:
     return None
 
 
-def _parse(fmt: str) -> tuple[list[tuple[bool, str]], _NumDesc]:
+def parse_format(fmt: str) -> tuple[list[tuple[bool, str]], NumDesc]:
     """The format's nodes, each (is_keyword, keyword id or literal text), and the number
     description, raising PostgreSQL's error for a format it rejects."""
     ids = dict(_KEYWORDS)
     nodes: list[tuple[bool, str]] = []
-    desc = _NumDesc()
+    desc = NumDesc()
     pos = 0
     while pos < len(fmt):
         text = _keyword_at(fmt, pos)
@@ -149,108 +149,108 @@ def _quoted(fmt: str, pos: int, nodes: list[tuple[bool, str]]) -> int:
     return pos
 
 
-def _describe(desc: _NumDesc, key: str) -> None:
+def _describe(desc: NumDesc, key: str) -> None:
     """Account for one keyword in the description, checking it against the ones before."""
-    if desc.has(_EEEE) and key != "EEEE":
+    if desc.has(EEEE) and key != "EEEE":
         raise _syntax('"EEEE" must be the last pattern used')
     handler = _DESCRIBERS.get(key)
     if handler is not None:
         handler(desc)
 
 
-def _describe_nine(desc: _NumDesc) -> None:
-    if desc.has(_BRACKET):
+def _describe_nine(desc: NumDesc) -> None:
+    if desc.has(BRACKET):
         raise _syntax('"9" must be ahead of "PR"')
-    if desc.has(_MULTI):
+    if desc.has(MULTI):
         desc.multi += 1
-    elif desc.has(_DECIMAL):
+    elif desc.has(DECIMAL):
         desc.post += 1
     else:
         desc.pre += 1
 
 
-def _describe_zero(desc: _NumDesc) -> None:
-    if desc.has(_BRACKET):
+def _describe_zero(desc: NumDesc) -> None:
+    if desc.has(BRACKET):
         raise _syntax('"0" must be ahead of "PR"')
-    if not desc.has(_ZERO) and not desc.has(_DECIMAL):
-        desc.flags |= _ZERO
+    if not desc.has(ZERO) and not desc.has(DECIMAL):
+        desc.flags |= ZERO
         desc.zero_start = desc.pre + 1
     # unlike 9, a 0 after V is an ordinary digit position
-    if desc.has(_DECIMAL):
+    if desc.has(DECIMAL):
         desc.post += 1
     else:
         desc.pre += 1
     desc.zero_end = desc.pre + desc.post
 
 
-def _describe_blank(desc: _NumDesc) -> None:
+def _describe_blank(desc: NumDesc) -> None:
     # B prints nothing; PostgreSQL only notes it to refuse it next to EEEE
-    if desc.pre == 0 and desc.post == 0 and not desc.has(_ZERO):
-        desc.flags |= _BLANK
+    if desc.pre == 0 and desc.post == 0 and not desc.has(ZERO):
+        desc.flags |= BLANK
 
 
-def _describe_point(desc: _NumDesc) -> None:
-    if desc.has(_DECIMAL):
+def _describe_point(desc: NumDesc) -> None:
+    if desc.has(DECIMAL):
         raise _syntax("multiple decimal points")
-    if desc.has(_MULTI):
+    if desc.has(MULTI):
         raise _syntax('cannot use "V" and decimal point together')
-    desc.flags |= _DECIMAL
+    desc.flags |= DECIMAL
 
 
-def _describe_s(desc: _NumDesc) -> None:
-    if desc.has(_LSIGN):
+def _describe_s(desc: NumDesc) -> None:
+    if desc.has(LSIGN):
         raise _syntax('cannot use "S" twice')
-    if desc.flags & (_PLUS | _MINUS | _BRACKET):
+    if desc.flags & (PLUS | MINUS | BRACKET):
         raise _syntax('cannot use "S" and "PL"/"MI"/"SG"/"PR" together')
-    if not desc.has(_DECIMAL):
-        desc.lsign = _SIGN_PRE
+    if not desc.has(DECIMAL):
+        desc.lsign = SIGN_PRE
         desc.pre_lsign = desc.pre
     else:
-        desc.lsign = _SIGN_POST
-    desc.flags |= _LSIGN
+        desc.lsign = SIGN_POST
+    desc.flags |= LSIGN
 
 
-def _sign_pattern(name: str, flags: int) -> Callable[[_NumDesc], None]:
-    def describe(desc: _NumDesc) -> None:
-        if desc.has(_LSIGN):
+def _sign_pattern(name: str, flags: int) -> Callable[[NumDesc], None]:
+    def describe(desc: NumDesc) -> None:
+        if desc.has(LSIGN):
             raise _syntax(f'cannot use "S" and "{name}" together')
         desc.flags |= flags
     return describe
 
 
-def _describe_pr(desc: _NumDesc) -> None:
-    if desc.flags & (_LSIGN | _PLUS | _MINUS):
+def _describe_pr(desc: NumDesc) -> None:
+    if desc.flags & (LSIGN | PLUS | MINUS):
         raise _syntax('cannot use "PR" and "S"/"PL"/"MI"/"SG" together')
-    desc.flags |= _BRACKET
+    desc.flags |= BRACKET
 
 
-def _describe_v(desc: _NumDesc) -> None:
-    if desc.has(_DECIMAL):
+def _describe_v(desc: NumDesc) -> None:
+    if desc.has(DECIMAL):
         raise _syntax('cannot use "V" and decimal point together')
-    desc.flags |= _MULTI
+    desc.flags |= MULTI
 
 
-def _describe_eeee(desc: _NumDesc) -> None:
-    if desc.has(_EEEE):
+def _describe_eeee(desc: NumDesc) -> None:
+    if desc.has(EEEE):
         raise _syntax('cannot use "EEEE" twice')
-    if desc.flags & (_BLANK | _FILL | _LSIGN | _BRACKET | _MINUS | _PLUS | _ROMAN | _MULTI):
+    if desc.flags & (BLANK | FILL | LSIGN | BRACKET | MINUS | PLUS | ROMAN | MULTI):
         raise _syntax('"EEEE" is incompatible with other formats',
                       '"EEEE" may only be used together with digit and decimal point patterns.')
-    desc.flags |= _EEEE
+    desc.flags |= EEEE
 
 
-def _set_flag(flag: int) -> Callable[[_NumDesc], None]:
-    def describe(desc: _NumDesc) -> None:
+def _set_flag(flag: int) -> Callable[[NumDesc], None]:
+    def describe(desc: NumDesc) -> None:
         desc.flags |= flag
     return describe
 
 
 _DESCRIBERS = {
     "9": _describe_nine, "0": _describe_zero, "B": _describe_blank, ".": _describe_point,
-    "D": _describe_point, "FM": _set_flag(_FILL), "S": _describe_s,
-    "MI": _sign_pattern("MI", _MINUS), "PL": _sign_pattern("PL", _PLUS),
-    "SG": _sign_pattern("SG", _MINUS | _PLUS), "PR": _describe_pr, "RN": _set_flag(_ROMAN),
-    "rn": _set_flag(_ROMAN), "V": _describe_v, "EEEE": _describe_eeee,
+    "D": _describe_point, "FM": _set_flag(FILL), "S": _describe_s,
+    "MI": _sign_pattern("MI", MINUS), "PL": _sign_pattern("PL", PLUS),
+    "SG": _sign_pattern("SG", MINUS | PLUS), "PR": _describe_pr, "RN": _set_flag(ROMAN),
+    "rn": _set_flag(ROMAN), "V": _describe_v, "EEEE": _describe_eeee,
 }
 
 
@@ -266,12 +266,12 @@ class _Digits:
     pre_spaces: int = 0  # format digit positions left of the value's first digit
 
 
-def _hashes(desc: _NumDesc) -> str:
+def _hashes(desc: NumDesc) -> str:
     """What an overflowing value prints as: a # per digit position, "." between."""
     return "#" * desc.pre + "." + "#" * desc.post
 
 
-def _place(desc: _NumDesc, signed: str) -> _Digits:
+def _place(desc: NumDesc, signed: str) -> _Digits:
     """Split a printed number ("-12.50") into sign and digits and fit it to the format."""
     sign = "-" if signed.startswith("-") else "+"
     digits = signed[1:] if sign == "-" else signed
@@ -314,7 +314,7 @@ def _plain(value: Decimal) -> str:
     return text[1:] if value.is_zero() and text.startswith("-") else text
 
 
-def _nonfinite_sci(desc: _NumDesc) -> str:
+def _nonfinite_sci(desc: NumDesc) -> str:
     """What EEEE prints for NaN or an infinity: #s shaped like d.ddde+dd."""
     chars = ["#"] * (desc.pre + desc.post + 6)
     chars[0] = " "
@@ -322,13 +322,13 @@ def _nonfinite_sci(desc: _NumDesc) -> str:
     return "".join(chars)
 
 
-def _numeric_digits(value: Decimal, desc: _NumDesc) -> _Digits:
-    if desc.has(_ROMAN):
+def _numeric_digits(value: Decimal, desc: NumDesc) -> _Digits:
+    if desc.has(ROMAN):
         return _Digits(_roman(_numeric_to_int4(value)), "")
-    if desc.has(_EEEE):
+    if desc.has(EEEE):
         sci = _sci_numeric(value, desc.post)
         return _Digits(sci or _nonfinite_sci(desc))
-    if desc.has(_MULTI):
+    if desc.has(MULTI):
         if value.is_finite():
             value = value.scaleb(desc.multi, _EXACT)
         desc.pre += desc.multi
@@ -357,7 +357,7 @@ def _wrap32(number: int) -> int:
     return (number + 2**31) % 2**32 - 2**31
 
 
-def _with_decimals(desc: _NumDesc, value: int) -> _Digits:
+def _with_decimals(desc: NumDesc, value: int) -> _Digits:
     """An integer printed exactly, with the format's decimals as zeros."""
     text = str(value)
     if desc.post:
@@ -365,12 +365,12 @@ def _with_decimals(desc: _NumDesc, value: int) -> _Digits:
     return _place(desc, text)
 
 
-def _int4_digits(value: int, desc: _NumDesc) -> _Digits:
-    if desc.has(_ROMAN):
+def _int4_digits(value: int, desc: NumDesc) -> _Digits:
+    if desc.has(ROMAN):
         return _Digits(_roman(value), "")
-    if desc.has(_EEEE):
+    if desc.has(EEEE):
         return _Digits(_printf_e(desc.post, float(value)))
-    if desc.has(_MULTI):
+    if desc.has(MULTI):
         # PostgreSQL casts 10**multi to int32 (past 10**9 the x86 conversion gives
         # INT32_MIN) and multiplies with wraparound, without an overflow check
         factor = 10**desc.multi if desc.multi <= 9 else _INT32_MIN
@@ -379,14 +379,14 @@ def _int4_digits(value: int, desc: _NumDesc) -> _Digits:
     return _with_decimals(desc, value)
 
 
-def _int8_digits(value: int, desc: _NumDesc) -> _Digits:
-    if desc.has(_ROMAN):
+def _int8_digits(value: int, desc: NumDesc) -> _Digits:
+    if desc.has(ROMAN):
         if not _INT32_MIN <= value <= _INT32_MAX:
             raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
         return _Digits(_roman(value), "")
-    if desc.has(_EEEE):
+    if desc.has(EEEE):
         return _Digits(_sci_numeric(Decimal(value), desc.post))
-    if desc.has(_MULTI):
+    if desc.has(MULTI):
         # 10**multi goes through float8 -> int8 and an overflow-checked multiply
         factor = _pow10(desc.multi)
         if not -9.2233720368547758e18 <= factor < 9.2233720368547758e18:
@@ -454,17 +454,17 @@ def _printf_e(precision: int, value: float) -> str:
     return " " + text[1:] if text.startswith("+") else text
 
 
-def _float_digits(value: float, desc: _NumDesc, single: bool) -> _Digits:
-    if desc.has(_ROMAN):
+def _float_digits(value: float, desc: NumDesc, single: bool) -> _Digits:
+    if desc.has(ROMAN):
         rounded = round(value) if math.isfinite(value) else None  # rint: half to even
         fits = rounded is not None and _INT32_MIN <= rounded <= _INT32_MAX
         # out of int32's range the x86 conversion gives INT32_MIN, which prints #s
         return _Digits(_roman(rounded if fits else _INT32_MIN), "")
-    if desc.has(_EEEE):
+    if desc.has(EEEE):
         if not math.isfinite(value):
             return _Digits(_nonfinite_sci(desc))
         return _Digits(_printf_e(desc.post, value))
-    if desc.has(_MULTI):
+    if desc.has(MULTI):
         factor = _pow10(desc.multi)
         value = _to_float4(value * _to_float4(factor)) if single else value * factor
         desc.pre += desc.multi
@@ -478,7 +478,7 @@ def _float_digits(value: float, desc: _NumDesc, single: bool) -> _Digits:
     return _place(desc, _printf_f(desc.post, value))
 
 
-def _digits_for(value: Decimal | float, desc: _NumDesc, kind: str) -> _Digits:
+def _digits_for(value: Decimal | float, desc: NumDesc, kind: str) -> _Digits:
     if kind == "numeric":
         if isinstance(value, float):
             raise TypeError("to_char(numeric): pass a Decimal or an int, not a float")
@@ -519,7 +519,7 @@ def _ordinal_suffix(number: str, upper: bool) -> str:
 class _Writer:
     """One walk over the format's nodes, writing the value's digits into the output."""
 
-    def __init__(self, desc: _NumDesc, digits: _Digits) -> None:
+    def __init__(self, desc: NumDesc, digits: _Digits) -> None:
         self.desc = desc
         self.number = digits.text
         self.sign = digits.sign
@@ -537,22 +537,22 @@ class _Writer:
         desc = self.desc
         if desc.zero_start:
             desc.zero_start -= 1  # 0-based from here on
-        if desc.has(_ROMAN):
+        if desc.has(ROMAN):
             # Roman numerals drop every other setting but fill mode
-            desc.flags = (desc.flags & _FILL) | _ROMAN
+            desc.flags = (desc.flags & FILL) | ROMAN
             desc.lsign = desc.pre_lsign = desc.pre = desc.post = 0
             self.pre_spaces = 0
-        if desc.flags & (_PLUS | _MINUS):
+        if desc.flags & (PLUS | MINUS):
             # MI and SG write the sign where they stand; PL alone still leaves "-" to digits
-            self.sign_wrote = not (desc.has(_PLUS) and not desc.has(_MINUS))
+            self.sign_wrote = not (desc.has(PLUS) and not desc.has(MINUS))
         else:
-            if self.sign != "-" and desc.has(_FILL):
-                desc.flags &= ~_BRACKET
-            self.sign_wrote = self.sign == "+" and desc.has(_FILL) and not desc.has(_LSIGN)
-            if desc.lsign == _SIGN_PRE and desc.pre == desc.pre_lsign:
-                desc.lsign = _SIGN_POST  # an S after every digit position signs at the end
+            if self.sign != "-" and desc.has(FILL):
+                desc.flags &= ~BRACKET
+            self.sign_wrote = self.sign == "+" and desc.has(FILL) and not desc.has(LSIGN)
+            if desc.lsign == SIGN_PRE and desc.pre == desc.pre_lsign:
+                desc.lsign = SIGN_POST  # an S after every digit position signs at the end
         self.count = desc.post + desc.pre - 1
-        if desc.has(_FILL) and desc.has(_DECIMAL):
+        if desc.has(FILL) and desc.has(DECIMAL):
             self._find_last_relevant()
         if not self.sign_wrote and self.pre_spaces == 0:
             self.count += 1
@@ -579,11 +579,11 @@ class _Writer:
 
     def _leading_zero_blank(self) -> bool:
         """The value's leading "0" before the point prints as a blank (0.5 in 9.9 -> " .5")."""
-        return (not self.desc.has(_ZERO) and self.pos == 0 and self._char(0) == "0"
+        return (not self.desc.has(ZERO) and self.pos == 0 and self._char(0) == "0"
                 and self.desc.post != 0)
 
     def run(self, nodes: list[tuple[bool, str]]) -> str:
-        if self.desc.has(_EEEE):
+        if self.desc.has(EEEE):
             return self.number  # EEEE prints the number alone, without literal text
         for is_key, item in nodes:
             if is_key:
@@ -595,7 +595,7 @@ class _Writer:
 
     def _keyword(self, key: str) -> None:
         desc = self.desc
-        fill = desc.has(_FILL)
+        fill = desc.has(FILL)
         if key in ("9", "0", ".", "D"):
             self._digit_position(key)
         elif key in (",", "G"):
@@ -610,8 +610,8 @@ class _Writer:
             numeral = numeral if key == "RN" else numeral.lower()
             self.out.append(numeral if fill else numeral.rjust(15))
         elif key in ("TH", "th"):
-            if not (desc.has(_ROMAN) or self.number.startswith("#") or self.sign == "-"
-                    or desc.has(_DECIMAL)):
+            if not (desc.has(ROMAN) or self.number.startswith("#") or self.sign == "-"
+                    or desc.has(DECIMAL)):
                 self.out.append(_ordinal_suffix(self.number, key == "TH"))
         elif key in ("MI", "PL"):
             wanted = "-" if key == "MI" else "+"
@@ -623,7 +623,7 @@ class _Writer:
             self.out.append(self.sign or "\0")  # no sign (Roman) ends the text in C
 
     def _digit_position(self, key: str) -> None:
-        if self.desc.has(_ROMAN):
+        if self.desc.has(ROMAN):
             return
         self.in_number = False
         self._maybe_write_leading_sign()
@@ -635,18 +635,18 @@ class _Writer:
         desc = self.desc
         if self.sign_wrote:
             return
-        at_number = self.curr >= self.pre_spaces or (desc.has(_ZERO) and desc.zero_start == self.curr)
+        at_number = self.curr >= self.pre_spaces or (desc.has(ZERO) and desc.zero_start == self.curr)
         if not at_number or (self._leading_zero_blank() and not self._relevant_is_point()):
             return
-        if desc.has(_LSIGN):
-            if desc.lsign == _SIGN_PRE:
+        if desc.has(LSIGN):
+            if desc.lsign == SIGN_PRE:
                 self.out.append("-" if self.sign == "-" else "+")
                 self.sign_wrote = True
-        elif desc.has(_BRACKET):
+        elif desc.has(BRACKET):
             self.out.append(" " if self.sign == "+" else "<")
             self.sign_wrote = True
         elif self.sign == "+":
-            if not desc.has(_FILL):
+            if not desc.has(FILL):
                 self.out.append(" ")
             self.sign_wrote = True
         elif self.sign == "-":
@@ -655,12 +655,12 @@ class _Writer:
 
     def _write_position(self, key: str) -> None:
         desc = self.desc
-        fill = desc.has(_FILL)
-        if self.curr < self.pre_spaces and (desc.zero_start > self.curr or not desc.has(_ZERO)):
+        fill = desc.has(FILL)
+        if self.curr < self.pre_spaces and (desc.zero_start > self.curr or not desc.has(ZERO)):
             if not fill:
                 self.out.append(" ")
             return
-        if desc.has(_ZERO) and self.curr < self.pre_spaces:
+        if desc.has(ZERO) and self.curr < self.pre_spaces:
             self.out.append("0")
             self.in_number = True
             return
@@ -682,14 +682,14 @@ class _Writer:
 
     def _maybe_write_trailing_sign(self) -> None:
         desc = self.desc
-        end = self.count + (1 if self.pre_spaces else 0) + (1 if desc.has(_DECIMAL) else 0)
+        end = self.count + (1 if self.pre_spaces else 0) + (1 if desc.has(DECIMAL) else 0)
         if self.last_relevant is not None and self.last_relevant == self.pos:
             end = self.curr
         if self.curr + 1 != end:
             return
-        if self.sign_wrote and desc.has(_BRACKET):
+        if self.sign_wrote and desc.has(BRACKET):
             self.out.append(" " if self.sign == "+" else ">")
-        elif desc.has(_LSIGN) and desc.lsign == _SIGN_POST:
+        elif desc.has(LSIGN) and desc.lsign == SIGN_POST:
             self.out.append("-" if self.sign == "-" else "+")
 
 
@@ -705,7 +705,7 @@ def to_char(value: Decimal | int | float, fmt: str, kind: str) -> str:  # noqa: 
         raise ValueError(f"to_char: unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
     if not fmt:
         return ""
-    nodes, desc = _parse(fmt)
+    nodes, desc = parse_format(fmt)
     digits = _digits_for(value, desc, kind)
     return _Writer(desc, digits).run(nodes)
 

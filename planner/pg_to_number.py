@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 
+from planner.encoding import utf8_length
 from planner.errors import (
     FEATURE_NOT_SUPPORTED,
     INVALID_TEXT_REPRESENTATION,
@@ -25,19 +26,19 @@ from planner.errors import (
     SqlError,
 )
 from planner.pg_to_char_num import (
-    _BRACKET,
-    _DECIMAL,
-    _EEEE,
-    _FILL,
-    _LSIGN,
-    _MINUS,
-    _MULTI,
-    _PLUS,
-    _ROMAN,
-    _SIGN_PRE,
-    _NumDesc,
+    BRACKET,
+    DECIMAL,
+    EEEE,
+    FILL,
+    LSIGN,
+    MINUS,
+    MULTI,
+    PLUS,
+    ROMAN,
+    SIGN_PRE,
+    NumDesc,
+    parse_format,
 )
-from planner.pg_to_char_num import _parse as _parse_format
 
 # Exact arithmetic: the product below must never be rounded by Decimal's default context.
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
@@ -53,7 +54,7 @@ class _Reader:
     """The walk's state: where we are in the input and what has been collected."""
 
     data: bytes
-    desc: _NumDesc
+    desc: NumDesc
     pos: int = 0
     sign: str = " "  # PostgreSQL keeps the sign in the first byte of the number
     digits: list[str] = field(default_factory=list)
@@ -71,33 +72,22 @@ class _Reader:
         return self.desc.has(flag)
 
 
-def _utf8_len(lead: int) -> int:
-    """pg_mblen for UTF-8: a stray continuation byte counts as one character."""
-    if lead < 0xC0:
-        return 1
-    if lead < 0xE0:
-        return 2
-    if lead < 0xF0:
-        return 3
-    return 4
-
-
 def _eat_non_data(r: _Reader, count: int) -> None:
     """Skip up to `count` characters, stopping at anything that could be number data."""
     for _ in range(count):
         if r.at_end() or r.byte() in _DATA:
             return
-        r.pos += _utf8_len(r.byte())
+        r.pos += utf8_length(r.byte())
 
 
 def _read_leading_sign(r: _Reader) -> None:
     """Before the first digit a digit position may take a sign ("<" with PR)."""
     char = r.byte()
-    if r.has(_LSIGN) and r.desc.lsign == _SIGN_PRE:
+    if r.has(LSIGN) and r.desc.lsign == SIGN_PRE:
         if char in b"-+":
             r.sign = chr(char)
             r.pos += 1
-    elif char == ord("-") or (r.has(_BRACKET) and char == ord("<")):
+    elif char == ord("-") or (r.has(BRACKET) and char == ord("<")):
         r.sign = "-"
         r.pos += 1
     elif char == ord("+"):
@@ -117,7 +107,7 @@ def _read_digit_or_point(r: _Reader) -> bool | None:
         else:
             r.read_pre += 1
         return True
-    if r.has(_DECIMAL) and not r.read_dec and char == ord("."):
+    if r.has(DECIMAL) and not r.read_dec and char == ord("."):
         r.digits.append(".")
         r.read_dec = True
         return True
@@ -126,11 +116,11 @@ def _read_digit_or_point(r: _Reader) -> bool | None:
 
 def _read_trailing_sign(r: _Reader, isread: bool) -> None:
     """A sign written after the number: S right behind a digit, or a loose MI/PL/SG sign."""
-    if r.has(_LSIGN):
+    if r.has(LSIGN):
         if isread and r.pos + 1 < len(r.data) and r.byte(1) not in _DIGITS and r.byte(1) in b"-+":
             r.pos += 1
             r.sign = chr(r.byte())
-    elif not isread and r.desc.flags & (_PLUS | _MINUS) and r.byte() in b"-+":
+    elif not isread and r.desc.flags & (PLUS | MINUS) and r.byte() in b"-+":
         r.sign = chr(r.byte())  # the caller's step moves past it
 
 
@@ -155,7 +145,7 @@ def _numpart(r: _Reader, key: str) -> None:
 
 def _group(r: _Reader) -> bool:
     """"," and G skip a comma if there is one; under FM they never consume anything."""
-    return not r.has(_FILL) and r.byte() == ord(",")
+    return not r.has(FILL) and r.byte() == ord(",")
 
 
 def _sign_char(r: _Reader, accepted: bytes) -> bool:
@@ -178,7 +168,7 @@ def _action(r: _Reader, key: str) -> None:
     elif key == "L":
         _eat_non_data(r, 1)  # the C locale's currency symbol is one character
     elif key in ("TH", "th"):
-        if not r.has(_DECIMAL):
+        if not r.has(DECIMAL):
             _eat_non_data(r, 2)
     elif key == "MI":
         step = _sign_char(r, b"-")
@@ -190,7 +180,7 @@ def _action(r: _Reader, key: str) -> None:
         r.pos += 1
 
 
-def _walk(text: str, nodes: list[tuple[bool, str]], desc: _NumDesc) -> _Reader:
+def _walk(text: str, nodes: list[tuple[bool, str]], desc: NumDesc) -> _Reader:
     r = _Reader(text.encode("utf-8"), desc)
     for is_keyword, key in nodes:
         if r.at_end():
@@ -199,7 +189,7 @@ def _walk(text: str, nodes: list[tuple[bool, str]], desc: _NumDesc) -> _Reader:
             _action(r, key)
         else:
             # a literal skips one input character, whether or not it matches
-            r.pos += _utf8_len(r.byte())
+            r.pos += utf8_length(r.byte())
     return r
 
 
@@ -248,16 +238,16 @@ def to_number(text: str, fmt: str) -> Decimal:
         raise SqlError(FEATURE_NOT_SUPPORTED, "to_number with an empty format (NULL in PostgreSQL) is not supported")
     if "\x00" in text or "\x00" in fmt:
         raise SqlError(FEATURE_NOT_SUPPORTED, "to_number of text containing NUL bytes is not supported")
-    nodes, desc = _parse_format(fmt)
-    if desc.has(_EEEE):
+    nodes, desc = parse_format(fmt)
+    if desc.has(EEEE):
         raise SqlError(FEATURE_NOT_SUPPORTED, '"EEEE" not supported for input')
-    if desc.has(_ROMAN):
+    if desc.has(ROMAN):
         raise SqlError(FEATURE_NOT_SUPPORTED, '"RN" not supported for input')
     r = _walk(text, nodes, desc)
     scale = r.read_post
     precision = desc.pre + desc.multi + scale
     value = _to_decimal(_number_text(r), precision, scale)
-    if desc.has(_MULTI):
+    if desc.has(MULTI):
         value = _apply_multiplier(value, desc.multi)
     return value
 

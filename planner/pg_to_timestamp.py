@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from planner.encoding import utf8_length
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 
 INVALID_DATETIME_FORMAT = "22007"
@@ -143,17 +144,6 @@ class _Node:
     ordinal: bool = False  # TH or th
 
 
-def _utf8_len(lead: int) -> int:
-    """pg_mblen for UTF-8: how many bytes the character starting with `lead` takes."""
-    if lead < 0xC0:
-        return 1
-    if lead < 0xE0:
-        return 2
-    if lead < 0xF0:
-        return 3
-    return 4
-
-
 def _is_separator(byte: int) -> bool:
     """Printable ASCII that is neither a letter nor a digit (the space is not one)."""
     return 0x20 < byte < 0x7F and not chr(byte).isalnum()
@@ -186,7 +176,7 @@ def _quoted(fmt: bytes, pos: int, nodes: list[_Node]) -> int:
             return pos + 1
         if fmt[pos] == ord("\\") and pos + 1 < len(fmt):
             pos += 1
-        width = _utf8_len(fmt[pos])
+        width = utf8_length(fmt[pos])
         nodes.append(_Node("char", char=fmt[pos:pos + width]))
         pos += width
     return pos
@@ -195,7 +185,7 @@ def _quoted(fmt: bytes, pos: int, nodes: list[_Node]) -> int:
 def _plain(fmt: bytes, pos: int) -> tuple[_Node, int]:
     if fmt[pos] == ord("\\") and fmt.startswith(b'"', pos + 1):
         pos += 1  # outside quotes a backslash only matters before a double quote
-    width = _utf8_len(fmt[pos])
+    width = utf8_length(fmt[pos])
     char = fmt[pos:pos + width]
     if _is_separator(fmt[pos]):
         kind = "separator"
@@ -392,7 +382,7 @@ def _skip_ordinal(r: _Reader) -> None:
     if r.node.ordinal:
         for _ in range(2):
             if not r.at_end():
-                r.pos += _utf8_len(r.peek())
+                r.pos += utf8_length(r.peek())
 
 
 def _search(r: _Reader, words: tuple[str, ...], localized: bool = False) -> int:
@@ -584,7 +574,7 @@ _READERS: dict[str, Callable[[_Reader], None]] = {
 
 def _space_or_separator(r: _Reader, fixed: bool) -> None:
     if fixed:
-        r.pos += _utf8_len(r.peek())  # FX: exactly one character, whatever it is
+        r.pos += utf8_length(r.peek())  # FX: exactly one character, whatever it is
         return
     # one space or separator in the format matches at most one of either in the input
     r.extra_skip -= 1
@@ -598,7 +588,7 @@ def _literal(r: _Reader, fixed: bool) -> None:
     if not fixed and r.extra_skip > 0:
         r.extra_skip -= 1
     elif not r.at_end():
-        r.pos += _utf8_len(r.peek())
+        r.pos += utf8_length(r.peek())
 
 
 def _read_fields(text: bytes, nodes: list[_Node]) -> _Slots:
