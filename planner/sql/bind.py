@@ -231,12 +231,17 @@ class Binder(ArrayBinding, TableFunctionBinding, WindowBinding):
             order, hidden = self._order_by(s.get("sortClause") or [], names, exprs, bool(distinct))
             aggregated = group is not None or bool(level.aggregates) or having is not None
             if aggregated:
-                rel, exprs, hidden, having = self._reduce(rel, scope, group or [], sets, level.aggregates,
-                                                          exprs, hidden, having)
+                # the select list's set-returning functions run over the groups: their
+                # arguments are re-expressed over the Reduce as the select list is
+                self._check_grouped_functions(srfs, group or [], level.aggregates)
+                extra = [a for f in srfs for a in f.args]
+                rel, both, hidden, having = self._reduce(rel, scope, group or [], sets, level.aggregates,
+                                                         exprs + extra, hidden, having)
+                exprs, srfs = both[:len(exprs)], self._with_arguments(srfs, both[len(exprs):])
                 if having is not None:
                     rel = p.Filter(rel, having)
             if srfs:  # planner.sql.bind_table_functions
-                rel, exprs, hidden = self._project_set(rel, srfs, exprs, hidden, aggregated)
+                rel, exprs, hidden = self._project_set(rel, srfs, exprs, hidden)
         finally:
             self._levels.pop()
         width = len(p.columns(rel))

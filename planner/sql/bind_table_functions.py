@@ -16,7 +16,7 @@ and functions of the system catalogs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
@@ -61,12 +61,30 @@ class TableFunctionBinding:
         srfs.append(p.TableFunction(func, args, (p.Column(name, result),)))
         return SrfSlot(len(srfs) - 1, result)
 
-    def _project_set(self, rel: p.Rel, srfs: list[p.TableFunction], exprs: list[p.Expr], hidden: list[p.Expr],
-                     aggregated: bool) -> tuple[p.Rel, list[p.Expr], list[p.Expr]]:
-        """The select list's functions as a FlatMap over `rel`, each call in `exprs` and
-        `hidden` (ORDER BY's) the FlatMap's column for it."""
-        if aggregated:
-            raise p.NotYet("set-returning functions in an aggregating query are not supported yet")
+    def _check_grouped_functions(self, srfs: list[p.TableFunction], keys: list[p.Expr],
+                                 aggregates: list[p.AggCall]) -> None:
+        """Where PostgreSQL refuses a select list's set-returning function in an aggregating
+        query: inside an aggregate's arguments; grouped on, not covered here yet."""
+        if not srfs:
+            return
+        if any(p.contains(a, SrfSlot) for agg in aggregates for a in agg.args):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "aggregate function calls cannot contain set-returning "
+                                                  "function calls")
+        if any(p.contains(k, SrfSlot) for k in keys):
+            raise p.NotYet("grouping by a set-returning function is not supported yet")
+
+    @staticmethod
+    def _with_arguments(srfs: list[p.TableFunction], args: list[p.Expr]) -> list[p.TableFunction]:
+        """The functions with their arguments replaced, in order, by `args`."""
+        out, rest = [], iter(args)
+        for f in srfs:
+            out.append(replace(f, args=tuple(next(rest) for _ in f.args)))
+        return out
+
+    def _project_set(self, rel: p.Rel, srfs: list[p.TableFunction], exprs: list[p.Expr],
+                     hidden: list[p.Expr]) -> tuple[p.Rel, list[p.Expr], list[p.Expr]]:
+        """The select list's functions as a FlatMap over `rel` (after any grouping), each call
+        in `exprs` and `hidden` (ORDER BY's) the FlatMap's column for it."""
         for e in exprs:
             where = _misplaced(e)
             if where is not None:

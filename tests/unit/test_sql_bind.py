@@ -196,6 +196,16 @@ def test_select_list_functions_run_in_lockstep_over_the_from():
     assert plus.args[0] == p.ColRef(0, 3, INT) and series == p.ColRef(0, 4, INT)  # t1 has 3 columns
 
 
+def test_select_list_functions_run_over_the_groups():
+    rel = _bind("SELECT c, generate_series(1, count(*)::int) FROM t1 GROUP BY c HAVING count(*) > 1")
+    flat = rel.input.input
+    assert isinstance(flat, p.FlatMap) and isinstance(flat.input, p.Filter) and isinstance(flat.input.input, p.Reduce)
+    with pytest.raises(SqlError) as err:
+        _bind("SELECT sum(generate_series(1, a)) FROM t1")
+    assert (err.value.sqlstate, err.value.message) == (
+        "0A000", "aggregate function calls cannot contain set-returning function calls")
+
+
 @pytest.mark.parametrize("sql, where", [
     ("SELECT CASE WHEN a > 0 THEN generate_series(1, 2) END FROM t1", "CASE"),
     ("SELECT coalesce(unnest(ARRAY[a]), 0) FROM t1", "COALESCE"),
@@ -207,7 +217,7 @@ def test_select_list_functions_refused_where_postgres_refuses_them(sql, where):
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT count(*), generate_series(1, 2) FROM t1",  # after the aggregation
+    "SELECT unnest(ARRAY[a]) FROM t1 GROUP BY 1",  # grouped on
     "SELECT generate_series(1, generate_series(1, 2))",  # nested
     "SELECT a FROM t1 WHERE generate_series(1, 2) > 1",  # WHERE: PostgreSQL's 0A000 on the older path
     "SELECT jsonb_each('{}')",  # a record
