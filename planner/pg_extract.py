@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-import sqlglot
 from sqlglot import exp
 
+from planner import sql_template
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 
 
@@ -176,8 +176,8 @@ _TRUNC_UNITS = {"year": "YEAR", "quarter": "QUARTER", "month": "MONTH", "week": 
                 "microseconds": "MICROSECOND"}
 # The first year of the decade, century or millennium a year falls in (years 1 and later):
 # 2024 → 2020, 2001, 2001 (PostgreSQL's centuries and millennia begin in their year 1).
-_TRUNC_YEARS = {"decade": "{0} - {0} % 10", "century": "({0} - 1) div 100 * 100 + 1",
-                "millennium": "({0} - 1) div 1000 * 1000 + 1"}
+_TRUNC_YEARS = {"decade": "year({0}) - year({0}) % 10", "century": "(year({0}) - 1) div 100 * 100 + 1",
+                "millennium": "(year({0}) - 1) div 1000 * 1000 + 1"}
 
 
 def truncate(unit: str, value: exp.Expression, source: Source) -> exp.Expression:
@@ -193,8 +193,7 @@ def truncate(unit: str, value: exp.Expression, source: Source) -> exp.Expression
     if name in _TRUNC_UNITS:
         cut = _fn("date_trunc", exp.Literal.string(_TRUNC_UNITS[name]), value)
         return _cast(cut, "TIMESTAMP_NTZ") if ntz else cut
-    year = sqlglot.parse_one(_TRUNC_YEARS[name].format("year(__v)"), read="spark").transform(
-        lambda n: value.copy() if isinstance(n, exp.Column) and n.name == "__v" else n)
+    year = sql_template.spark(_TRUNC_YEARS[name], value)
     zero = exp.Literal.number(0)
     return _fn("make_timestamp_ntz" if ntz else "make_timestamp", year, exp.Literal.number(1),
                exp.Literal.number(1), zero, zero, zero)

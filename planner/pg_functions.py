@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -28,6 +27,7 @@ from sqlglot import exp
 from planner import pg_extract, pg_float, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.sql_template import spark as filled
 from planner.types import column_type
 
 ERROR_PREFIX = "sparkwire:"
@@ -54,21 +54,6 @@ def _lt(a: exp.Expression, b: float) -> exp.Expression:
 
 def _eq(a: exp.Expression, b: float) -> exp.Expression:
     return exp.EQ(this=a.copy(), expression=exp.Literal.number(b))
-
-
-@lru_cache(maxsize=256)
-def _parsed(template: str, nargs: int) -> exp.Expression:
-    text = template
-    for i in range(nargs):
-        text = text.replace(f"{{{i}}}", f"__a{i}")
-    return sqlglot.parse_one(text, read="spark")
-
-
-def filled(template: str, *args: exp.Expression) -> exp.Expression:
-    """A Spark SQL template (`{0}`, `{1}`, ... for the arguments) as a tree around `args`."""
-    by_name = {f"__a{i}": a for i, a in enumerate(args)}
-    return _parsed(template, len(args)).copy().transform(
-        lambda n: by_name[n.name].copy() if isinstance(n, exp.Column) and n.name in by_name else n)
 
 
 def _fn(name: str, *args: exp.Expression) -> exp.Expression:
@@ -503,10 +488,10 @@ def typed(tree: exp.Expression) -> None:
             node.replace(call)
 
 
-# A numeric's text without the trailing zeros of its Spark scale ({0}: its text)
 # The digits after the point a numeric needs (min_scale): those its text has before its
 # trailing zeros
 MIN_SCALE = "length(regexp_extract(cast({0} as string), '[.]([0-9]*?)0*$', 1))"
+# A numeric's text without the trailing zeros of its Spark scale ({0}: its text)
 UNSCALED_NUMERIC_TEXT = "CASE WHEN instr({0}, '.') > 0 THEN regexp_replace({0}, '[.]?0+$', '') ELSE {0} END"
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
+from functools import lru_cache, partial
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 
@@ -170,30 +170,42 @@ _LOWER_TOO = ("hh24", "hh12", "hh", "mi", "sssss", "ssss", "ss", "ms", "us", "ff
               "ff5", "ff6", "y,yyy", "yyyy", "yyy", "yy", "y", "iyyy", "iyy", "iy", "i", "cc", "q", "mm",
               "ddd", "dd", "d", "iddd", "id", "ww", "iw", "w", "j", "tzh", "tzm", "of", "fx")
 _KEYWORDS = (set(_NUMBERS) | set(_TEXTS) | set(_LOWER_TOO))
-# Longest first, so that HH24 wins over HH and DDD over DD.
-_ORDERED = sorted(_KEYWORDS, key=len, reverse=True)
+# By first character, longest first, so that HH24 wins over HH and DDD over DD.
+_BY_FIRST: dict[str, tuple[str, ...]] = {
+    c: tuple(sorted((k for k in _KEYWORDS if k[0] == c), key=len, reverse=True)) for c in {k[0] for k in _KEYWORDS}}
 _PREFIXES = ("FM", "fm", "TM", "tm")
 _SUFFIXES = ("TH", "th", "SP")
 
 
+@dataclass(frozen=True)
+class _Field:
+    """One keyword of a format, with its prefix (FM or TM, upper-cased) and suffix."""
+
+    keyword: str
+    prefix: str
+    suffix: str | None
+
+
 def _keyword_at(fmt: str, i: int) -> str | None:
-    return next((k for k in _ORDERED if fmt.startswith(k, i)), None)
+    return next((k for k in _BY_FIRST.get(fmt[i], ()) if fmt.startswith(k, i)), None)
 
 
-def _field(m: _Moment, keyword: str, prefix: str, suffix: str | None) -> str:
-    numeric = _NUMBERS.get(keyword) or _NUMBERS.get(keyword.upper())
-    if numeric is not None and (keyword in _NUMBERS or keyword in _LOWER_TOO):
-        text = numeric(m, prefix == "FM")
-        return _ordinal(text, suffix == "TH") if suffix in ("TH", "th") else text
+def _field(m: _Moment, f: _Field) -> str:
+    keyword = f.keyword
+    numeric = _NUMBERS.get(keyword) or (_NUMBERS.get(keyword.upper()) if keyword in _LOWER_TOO else None)
+    if numeric is not None:
+        text = numeric(m, f.prefix == "FM")
+        return _ordinal(text, f.suffix == "TH") if f.suffix in ("TH", "th") else text
     # the full names are padded unless FM or TM (translated names are never padded)
-    unpadded = prefix == "FM" or (prefix == "TM" and keyword.upper() in ("MONTH", "DAY"))
+    unpadded = f.prefix == "FM" or (f.prefix == "TM" and keyword.upper() in ("MONTH", "DAY"))
     return _TEXTS.get(keyword, _TEXTS.get(keyword.upper()))(m, keyword, unpadded)  # tzh, tzm, fx: upper
 
 
-def format_moment(at: datetime, fmt: str, zoned: bool) -> str:
-    """`fmt` filled from `at` as PostgreSQL's to_char would."""
-    m = _Moment(at, zoned)
-    out: list[str] = []
+@lru_cache(maxsize=256)
+def _parsed(fmt: str) -> tuple[_Field | str, ...]:
+    """The format as PostgreSQL reads it, once per format rather than once per row: its
+    fields and its literal text."""
+    out: list[_Field | str] = []
     i = 0
     while i < len(fmt):
         prefix = ""
@@ -208,7 +220,7 @@ def format_moment(at: datetime, fmt: str, zoned: bool) -> str:
             suffix = next((s for s in _SUFFIXES if fmt.startswith(s, i)), None)
             if suffix is not None:
                 i += len(suffix)
-            out.append(_field(m, keyword, prefix, suffix))
+            out.append(_Field(keyword, prefix, suffix))
         elif fmt[i] == '"':
             i += 1
             while i < len(fmt) and fmt[i] != '"':
@@ -222,7 +234,13 @@ def format_moment(at: datetime, fmt: str, zoned: bool) -> str:
                 i += 1
             out.append(fmt[i])
             i += 1
-    return "".join(out)
+    return tuple(out)
+
+
+def format_moment(at: datetime, fmt: str, zoned: bool) -> str:
+    """`fmt` filled from `at` as PostgreSQL's to_char would."""
+    m = _Moment(at, zoned)
+    return "".join(node if isinstance(node, str) else _field(m, node) for node in _parsed(fmt))
 
 
 _SPARK_TEXT = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")

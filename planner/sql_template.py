@@ -1,6 +1,9 @@
-"""PostgreSQL expression templates: SQL text with `__name` placeholders, filled with trees."""
+"""Expression templates filled with trees: PostgreSQL SQL with `__name` placeholders, and
+Spark SQL with `{0}`, `{1}`, ... (the function catalog's form)."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -16,3 +19,19 @@ def template(template: str, **args: exp.Expression) -> exp.Expression:
         return node
 
     return tree.transform(fill)
+
+
+@lru_cache(maxsize=256)
+def _parsed_spark(template: str, nargs: int) -> exp.Expression:
+    text = template
+    for i in range(nargs):
+        text = text.replace(f"{{{i}}}", f"__a{i}")
+    return sqlglot.parse_one(text, read="spark")
+
+
+def spark(template: str, *args: exp.Expression) -> exp.Expression:
+    """A Spark SQL template (`{0}`, `{1}`, ... for the arguments) as a tree around `args`;
+    each template is parsed once."""
+    by_name = {f"__a{i}": a for i, a in enumerate(args)}
+    return _parsed_spark(template, len(args)).copy().transform(
+        lambda n: by_name[n.name].copy() if isinstance(n, exp.Column) and n.name in by_name else n)
