@@ -110,11 +110,9 @@ def _function_call(node: Node, in_from: bool = False) -> None:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(VARIADIC array) is not supported; list the arguments",
                        position=_position(node))
     if schema is None or schema in _FUNCTION_SCHEMAS:
-        if node.get("agg_star"):
-            found = name == "count" and not args
-        else:
-            found = functions.lookup(name, len(args), in_from=in_from,
-                                     schema=None if schema == "pg_catalog" else schema) is not None
+        # f(*) is f() to the lookup, as PostgreSQL's (42809 for a function that is not an aggregate)
+        found = functions.lookup(name, len(args), in_from=in_from,
+                                 schema=None if schema == "pg_catalog" else schema) is not None
         if found:
             return
     shown = f"{schema}.{name}" if schema is not None else name

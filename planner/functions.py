@@ -57,6 +57,11 @@ class Kind(Enum):
     TABLE = "t"  # returns a set: called in FROM
 
 
+# Ordered-set aggregates (pg_aggregate.aggkind 'o'): f(direct args) WITHIN GROUP (ORDER BY x),
+# x their last argument here.
+ORDERED_SET = frozenset({"percentile_cont", "percentile_disc", "mode"})
+
+
 class Semantics(Enum):
     POSTGRES = "postgres"  # PostgreSQL's answer, tested against PostgreSQL 15
     SYSTEM = "system"  # the answer of sparkwire's own catalog or session

@@ -89,15 +89,30 @@ def call(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Exp
 
 
 def aggregate(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Expression:
-    """jsonb_agg(x) / jsonb_object_agg(k, v) over a group: NULL for no rows, a NULL value as
-    JSON null (a struct keeps it where collect_list would drop a bare NULL)."""
+    """jsonb_agg(x) / jsonb_object_agg(k, v) over a group, in the order its rows arrive."""
+    fields = aggregate_fields(name, args, types)
+    row = exp.Struct(expressions=[exp.alias_(exp.Paren(this=f), f"v{i}") for i, f in enumerate(fields)])
+    return aggregate_of(name, _spark("collect_list(__row)", row=row), types)
+
+
+def aggregate_fields(name: str, args: list[exp.Expression], types: list[SqlType]) -> list[exp.Expression]:
+    """What jsonb_agg / jsonb_object_agg collect of each row: the value (jsonb_agg), or the
+    key's text and the value's jsonb (jsonb_object_agg: a NULL key is object_agg's error,
+    raised only for the rows collected)."""
+    if name == "jsonb_agg":
+        return [args[0]]
+    return [_key(args[0], types[0], 0), value(args[1], types[1])]
+
+
+def aggregate_of(name: str, rows: exp.Expression, types: list[SqlType]) -> exp.Expression:
+    """jsonb_agg / jsonb_object_agg of `rows`, an array of structs of `aggregate_fields` (v0,
+    v1) in the order to aggregate them: NULL for no rows, a NULL value as JSON null (a
+    struct keeps it where collect_list would drop a bare NULL)."""
     if name == "jsonb_agg":
         t = types[0]
-        values = _spark("transform(collect_list(struct(__x AS v)), sw_e -> sw_e.v)", x=args[0])
-        return _spark("if(size(__vs) = 0, NULL, __j)", vs=values,
-                      j=value(values, SqlType(t.base, t.typmod, True)))
-    return object_agg(_spark("collect_list(named_struct('k', __k, 'v', __v))",
-                             k=_key(args[0], types[0], 0), v=value(args[1], types[1])))
+        values = _spark("transform(__rows, sw_e -> sw_e.v0)", rows=rows)
+        return _spark("if(size(__rows) = 0, NULL, __j)", rows=rows, j=value(values, SqlType(t.base, t.typmod, True)))
+    return object_agg(_spark("transform(__rows, sw_e -> named_struct('k', sw_e.v0, 'v', sw_e.v1))", rows=rows))
 
 
 def object_agg(pairs: exp.Expression) -> exp.Expression:

@@ -7,6 +7,7 @@ PostgreSQL's and reaches the client.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from planner.translate import SessionContext, TableSource
 from planner.types import SqlType
 from server import system_catalog
 from server.catalog import Catalog, Item
+
+log = logging.getLogger("sparkwire.frontend")
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
         cols = p.columns(rel)
         out_types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
         bound = _Bound(rel, tuple(relations.seen.items()), [c.name for c in cols], out_types)
-    except p.NotYet:
+    except p.NotYet as why:
+        log.debug("older path: %s: %s", why, text[:200])
         bound = _Bound(None, tuple(relations.seen.items()), [], [])
     _CACHE[key] = bound
     if len(_CACHE) > _CACHE_SIZE:
@@ -148,7 +152,8 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
 
     try:
         tree = spark_sql.to_spark_query(rel, spark_name, types, param_values, session)
-    except p.NotYet:
+    except p.NotYet as why:
+        log.debug("older path: %s: %s", why, text[:200])
         return None
     reads = {item.id: item.name for _, item in bound.seen if item is not None}
     return BoundQuery(tree.sql(dialect="spark"), views, bound.names, types, tree, reads)

@@ -16,13 +16,15 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from planner import functions, operators, typeof
-from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, WRONG_OBJECT_TYPE, SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
 from planner.sql import coerce, colnames, grouping_sets, value_functions
 from planner.sql import plan as p
+from planner.sql.bind_aggregates import AggregateBinding, not_an_aggregate
+from planner.sql.bind_aggregates import AggSlot as _AggSlot
 from planner.sql.bind_arrays import ArrayBinding
 from planner.sql.bind_table_functions import TableFunctionBinding
 from planner.sql.bind_windows import WindowBinding, window_definitions
@@ -33,9 +35,6 @@ from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeCol
 from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
 GROUPING_ERROR = "42803"
-# Aggregates called as f(direct args) WITHIN GROUP (ORDER BY x); Spark has exact ones of these
-# over numbers (percentile_disc of other types is refused there).
-_ORDERED_SET = frozenset({"percentile_cont", "percentile_disc", "mode"})
 _INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
 CARDINALITY_VIOLATION = "21000"
 INVALID_COLUMN_REFERENCE = "42P10"
@@ -69,16 +68,8 @@ class _Level:
     windows: dict[str, dict] = field(default_factory=dict)  # the WINDOW clause's (bind_windows)
 
 
-@dataclass(frozen=True)
-class _AggSlot:
-    """An aggregate's place in the select list until the Reduce's columns are known."""
-
-    index: int
-    type: SqlType
-
-
 @dataclass
-class Binder(ArrayBinding, TableFunctionBinding, WindowBinding):
+class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding):
     catalog: Catalog
     text: str = ""  # the statement's text: where the parse tree's locations point
     param_types: list[SqlType] = field(default_factory=list)
@@ -695,50 +686,20 @@ class Binder(ArrayBinding, TableFunctionBinding, WindowBinding):
         if n.get("over") is not None:
             return self._window_call(n, name, schema, where)
         overloads = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")]
-        within = self._within_group(n, name, bool(overloads), where)
-        if n.get("agg_filter") is not None or (n.get("agg_order") and within is None):
-            raise p.NotYet("aggregate FILTER/ORDER BY is not supported yet", position=where)
+        within = self._within_group(n, name, bool(overloads), where)  # planner.sql.bind_aggregates
         level = self._levels[-1] if self._levels else None
         if any(f.kind is Kind.TABLE for f in overloads):
             if level is None or level.srfs is None:
                 raise p.NotYet(f"set-returning function {name} is not supported here yet", position=where)
             return self._select_list_function(n, name, level.srfs)  # planner.sql.bind_table_functions
-        star = bool(n.get("agg_star"))
-        is_agg = any(f.kind is Kind.AGGREGATE for f in overloads)
-        if is_agg and (level is None or level.aggregates is None):
-            context = level.agg_context if level else "this context"
-            if not context:
-                raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested", position=where)
-            raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {context}", position=where)
-        if is_agg:
-            collected, level.aggregates = level.aggregates, None
-            try:
-                args = [] if star else [self.expr(a) for a in n.get("args") or ()]
-                args += [self.expr(x) for x in within or ()]
-            finally:
-                level.aggregates = collected
-        else:
-            args = [self.expr(a) for a in n.get("args") or ()]
-        if name in ("to_jsonb", "jsonb_agg") and len(args) == 1 and args[0].type == coerce.UNKNOWN:
+        if any(f.kind is Kind.AGGREGATE for f in overloads):
+            return self._aggregate_call(n, name, overloads, within, where)  # planner.sql.bind_aggregates
+        args = [self.expr(a) for a in [*(n.get("args") or ()), *(within or ())]]
+        if name == "to_jsonb" and len(args) == 1 and args[0].type == coerce.UNKNOWN:
             raise SqlError("42804", "could not determine polymorphic type because input has type unknown",
                            position=where)
-        if star and not is_agg:
-            raise SqlError(SYNTAX_ERROR, f"{name}(*) specified, but {name} is not an aggregate function",
-                           position=where)
         func, bound, result = _resolved_call(name, overloads, args, where)
-        if within is not None and func.name not in _ORDERED_SET:
-            raise SqlError(WRONG_OBJECT_TYPE, f"WITHIN GROUP specified, but {name} is not an ordered-set "
-                                              "aggregate function", position=where)
-        if func.name in _ORDERED_SET and (coerce.category(bound[-1].type) != "N" or bound[-1].type.is_array):
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} over {bound[-1].type.display()} is not supported: "
-                                                  "Spark's is over numbers only", position=where)
-        if func.kind is Kind.AGGREGATE:
-            if bound and not any(p.refers_at(a, 0) for a in bound) and any(p.refers_outward(a, 1) for a in bound):
-                # PostgreSQL evaluates such an aggregate in the outer query that owns its columns.
-                raise p.NotYet("an aggregate of an outer query's columns is not supported yet",
-                               position=where)
-            level.aggregates.append(p.AggCall(func, bound, bool(n.get("agg_distinct")), result))
-            return _AggSlot(len(level.aggregates) - 1, result)
+        not_an_aggregate(n, name, where)
         return p.Call(func, bound, result)
 
     def _table_function_call(self, n: dict, scope: Scope | None) -> tuple[functions.Function, tuple[p.Expr, ...],
@@ -756,34 +717,6 @@ class Binder(ArrayBinding, TableFunctionBinding, WindowBinding):
         finally:
             self._levels = saved
         return _resolved_call(name, overloads, args, _pos(n), record_ok=True)
-
-    def _within_group(self, n: dict, name: str, known: bool, where: int | None) -> list[Node] | None:
-        """An ordered-set aggregate's WITHIN GROUP (ORDER BY x): [x], which its signature takes
-        after the direct arguments (None for any other call); PostgreSQL's 42809 for WITHIN
-        GROUP on another function, or an ordered-set aggregate without it."""
-        ordered_set = name in _ORDERED_SET and known
-        if not n.get("agg_within_group"):
-            if ordered_set:
-                raise SqlError(WRONG_OBJECT_TYPE, f"WITHIN GROUP is required for ordered-set aggregate {name}",
-                               position=where)
-            return None
-        sorts = [item["SortBy"] for item in n["agg_order"]]
-        if not ordered_set:  # found by every argument first, as PostgreSQL does (42883), then 42809
-            return [sort["node"] for sort in sorts]
-        if any(sort.get("sortby_dir", "SORTBY_DEFAULT") not in ("SORTBY_DEFAULT", "SORTBY_ASC")
-               or sort.get("sortby_nulls", "SORTBY_NULLS_DEFAULT") != "SORTBY_NULLS_DEFAULT" or sort.get("useOp")
-               for sort in sorts):
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} WITHIN GROUP (ORDER BY ... DESC or NULLS) is not "
-                                                  "supported", position=where)
-        for a in n.get("args") or ():
-            fraction = self.expr(a)
-            if not isinstance(fraction, p.Literal):
-                raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} of a fraction that is not a constant is not "
-                                                      "supported", position=where)
-            value = fraction.value
-            if value is not None and not isinstance(value, str) and not 0 <= value <= 1:
-                raise SqlError("22003", f"percentile value {value} is not between 0 and 1", position=where)
-        return [sort["node"] for sort in sorts]
 
     def _pg_typeof(self, n: dict, where: int | None) -> p.Expr:
         """pg_typeof(x): x's type is known here, so the call is a constant."""

@@ -10,7 +10,8 @@ ORDER BY key, 42P20 otherwise; 0A000 over a type PostgreSQL has no offsets for).
 yet (the older path runs them): GROUPS frames, EXCLUDE, offsets that are not integer
 constants, RANGE offsets over dates, times and timestamps (interval offsets). A frame
 that ends before it starts is 0A000 (PostgreSQL gives empty frames; Spark refuses it).
-`Binder` (planner.sql.bind) takes these methods from `WindowBinding`.
+An aggregate over a window takes FILTER (WHERE …); DISTINCT or ORDER BY inside its call is
+PostgreSQL's own 0A000. `Binder` (planner.sql.bind) takes these methods from `WindowBinding`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from planner import functions
 from planner.errors import FEATURE_NOT_SUPPORTED, WRONG_OBJECT_TYPE, SqlError
-from planner.functions import Kind
+from planner.functions import ORDERED_SET, Kind
 from planner.sql import coerce
 from planner.sql import plan as p
 from planner.sql.resolve import resolved_call
@@ -67,6 +68,7 @@ class WindowBinding:
     """The window functions of `planner.sql.bind.Binder`."""
 
     expr: Any  # Binder.expr: a parse node → a bound expression
+    _condition: Any  # Binder._condition: a parse node and its clause → a boolean expression
     _levels: list[Any]  # Binder._levels: each with .aggregates, .agg_context and .windows
 
     def _window_call(self, n: dict, name: str, schema: str | None, where: int | None) -> p.Expr:
@@ -80,8 +82,13 @@ class WindowBinding:
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot contain window function calls",
                            position=where)
         over = _resolved(n["over"], level.windows, where)
-        if n.get("agg_filter") is not None or n.get("agg_order") or n.get("agg_distinct"):
-            raise p.NotYet("DISTINCT, ORDER BY or FILTER in a window aggregate is not supported yet",
+        if n.get("agg_distinct"):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT is not implemented for window functions", position=where)
+        if n.get("agg_within_group") and name in ORDERED_SET:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"OVER is not supported for ordered-set aggregate {name}",
+                           position=where)
+        if n.get("agg_order"):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "aggregate ORDER BY is not implemented for window functions",
                            position=where)
         named = [f for f in functions.overloads(name) if f.schema == (schema or "pg_catalog")]
         overloads = [f for f in named if f.kind in (Kind.WINDOW, Kind.AGGREGATE)]
@@ -90,6 +97,16 @@ class WindowBinding:
             raise SqlError(WRONG_OBJECT_TYPE, f"OVER specified, but {name} is not a window function nor an "
                                               "aggregate function", position=where)
         func, bound, result = resolved_call(name, overloads, args, where)
+        condition = None
+        if n.get("agg_filter") is not None:
+            if func.kind is not Kind.AGGREGATE:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "FILTER is not implemented for non-aggregate window "
+                                                      "functions", position=where)
+            saved, level.aggregates, level.agg_context = level.aggregates, None, "FILTER"
+            try:
+                condition = self._condition(n["agg_filter"], "FILTER")
+            finally:
+                level.aggregates, level.agg_context = saved, ""
         partition = tuple(self.expr(x) for x in over.get("partitionClause") or ())
         order = []
         for item in over.get("orderClause") or ():
@@ -97,7 +114,7 @@ class WindowBinding:
             key = sort_key(0, sort)
             order.append(p.WindowKey(self.expr(sort["node"]), key.descending, key.nulls_first))
         frame = self._frame(over, order, where)
-        return p.WindowCall(func, bound, partition, tuple(order), result, frame)
+        return p.WindowCall(func, bound, partition, tuple(order), result, frame, condition)
 
     def _frame(self, over: dict, order: list[p.WindowKey], where: int | None) -> p.Frame | None:
         """The window's frame; None for PostgreSQL's default."""

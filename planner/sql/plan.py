@@ -131,17 +131,22 @@ class Param:
 
 @dataclass(frozen=True)
 class AggCall:
-    """An aggregate, evaluated by `Reduce`; `distinct` as in count(DISTINCT x)."""
+    """An aggregate, evaluated by `Reduce`; `distinct` as in count(DISTINCT x). `filter` is
+    FILTER (WHERE …): the rows it is false or NULL for are not aggregated. `order` is an
+    ORDER BY inside the call, kept only for the aggregates whose value depends on the order
+    of their input (array_agg, string_agg, jsonb_agg, jsonb_object_agg)."""
 
     func: Function
     args: tuple[Expr, ...]  # empty for count(*)
     distinct: bool
     type: SqlType
+    filter: Expr | None = None
+    order: tuple[WindowKey, ...] = ()
 
 
 @dataclass(frozen=True)
 class WindowKey:
-    """An ORDER BY item of a window."""
+    """An ORDER BY item over an expression: a window's, or one inside an aggregate's call."""
 
     expr: Expr
     descending: bool
@@ -202,6 +207,7 @@ class WindowCall:
     order: tuple[WindowKey, ...]
     type: SqlType
     frame: Frame | None = None
+    filter: Expr | None = None  # an aggregate's FILTER (WHERE …)
 
 
 @dataclass(frozen=True)

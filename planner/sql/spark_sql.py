@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import sqlglot
 from sqlglot import exp
@@ -20,8 +21,8 @@ from sqlglot import exp
 from planner import jsonb_calls, params, pg_extract, pg_format, pg_functions, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
-from planner.functions import Kind, Semantics
-from planner.sql import numeric_scale, spark_table_functions
+from planner.functions import ORDERED_SET, Kind, Semantics
+from planner.sql import numeric_scale, spark_aggregates, spark_table_functions
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.translate import SESSION_FUNCTIONS, SessionContext
@@ -201,6 +202,7 @@ class _Generator:
         return q.join(right, on=on, join_type=kind), cols
 
     def _reduce(self, r: p.Reduce) -> exp.Select:
+        r = _inputs_below(r)
         source, cols = self._from(r.input)
         keys = [self.scalar(k, cols) for k in r.keys]
         aggs = [exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("INT"))
@@ -223,12 +225,18 @@ class _Generator:
             # PostgreSQL's answer is a multidimensional array
             raise p.NotYet("array_agg of arrays is not covered by this front end yet")
         args = [self.scalar(x, cols) for x in a.args]
-        if a.func.name == "count" and not args:
-            return exp.Count(this=exp.Star())
-        if a.func.name in jsonb_calls.AGGREGATES:
-            if a.distinct:
+        condition = self.scalar(a.filter, cols) if a.filter is not None else None
+        if a.func.name in spark_aggregates.COLLECTING:
+            if a.distinct and a.func.name in jsonb_calls.AGGREGATES:
                 raise p.NotYet(f"{a.func.name}(DISTINCT ...) is not covered by this front end yet")
-            return jsonb_calls.aggregate(a.func.name, args, [x.type for x in a.args])
+            keys = [spark_aggregates.Key(self.scalar(k.expr, cols), k.descending, k.nulls_first,
+                                         partial(_sort_value, t=k.expr.type)) for k in a.order]
+            return spark_aggregates.collecting(a.func.name, args, [x.type for x in a.args], keys, condition,
+                                               a.distinct)
+        if a.func.name == "count" and not args:
+            return spark_aggregates.counted(condition) if condition is not None else exp.Count(this=exp.Star())
+        if condition is not None:  # the aggregated arguments: an ordered-set aggregate's last
+            args = spark_aggregates.filtered(args, condition, len(args) - 1 if a.func.name in ORDERED_SET else 0)
         _check_template(a.func.name, a.func.spark, len(args))
         if a.func.name in ("max", "min") and a.type.is_array:
             # in PostgreSQL's order of arrays (_sort_value), then back to the arrays
@@ -294,19 +302,32 @@ class _Generator:
                                "is not covered by this front end yet")
             call = exp.Anonymous(this=f.name, expressions=args)
         elif f.kind is Kind.AGGREGATE:
-            call = self._aggregate(p.AggCall(f, w.args, False, w.type), cols)
+            call = self._aggregate(p.AggCall(f, w.args, False, w.type, w.filter), cols)
         else:
             _check_template(f.name, f.spark, len(args))
             call = _template(f.spark, args)
-        if f.kind is Kind.AGGREGATE and not isinstance(call, (exp.AggFunc, exp.Anonymous)):
-            raise p.NotYet(f"{f.name} over a window is not covered by this front end yet")
         order = [exp.Ordered(this=_not_ordinal(self.scalar(k.expr, cols)), desc=k.descending,
                              nulls_first=k.nulls_first) for k in w.order]
         # PostgreSQL ignores a frame for the functions that have no use for one; Spark refuses it
         framed = w.frame is not None and (f.kind is Kind.AGGREGATE or f.name in _FRAMED_WINDOW_FUNCTIONS)
-        return exp.Window(this=call, partition_by=[self.scalar(x, cols) for x in w.partition] or None,
-                          order=exp.Order(expressions=order) if order else None,
-                          spec=_frame_spec(w.frame) if framed else None)
+        partition = [self.scalar(x, cols) for x in w.partition]
+
+        def over(e: exp.Expression) -> exp.Window:
+            return exp.Window(this=e, partition_by=[x.copy() for x in partition] or None,
+                              order=exp.Order(expressions=[o.copy() for o in order]) if order else None,
+                              spec=_frame_spec(w.frame) if framed else None)
+
+        # An aggregate's template around Spark aggregates (array_agg's is collect_list's
+        # array made NULL when empty): each of them over the window, the rest per row.
+        inner = [n for n in call.find_all(exp.AggFunc) if n.find_ancestor(exp.AggFunc) is None]
+        if f.kind is not Kind.AGGREGATE or isinstance(call, exp.AggFunc) \
+                or isinstance(call, exp.Anonymous) and not inner:  # an aggregate sqlglot does not know
+            return over(call)
+        if not inner:
+            raise p.NotYet(f"{f.name} over a window is not covered by this front end yet")
+        for node in inner:
+            node.replace(over(node.copy()))
+        return call
 
     def _fused(self, m: p.Map, outputs: tuple[int, ...], top: p.TopK | None = None) -> exp.Select:
         """Project ∘ [TopK ∘] Map [∘ Filter] as one SELECT: a correlated reference then
@@ -656,6 +677,33 @@ def _not_ordinal(e: exp.Expression) -> exp.Expression:
     if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
         return exp.Cast(this=e, to=exp.DataType.build("DECIMAL(38, 0)"))
     return e
+
+
+def _inputs_below(r: p.Reduce) -> p.Reduce:
+    """The Reduce with each aggregate input (argument, FILTER, ORDER BY key) that holds a
+    subquery or an outer query's column computed below it, by a Map. Spark refuses a
+    subquery inside a higher-order function (the collecting aggregates' transform and
+    array_sort) and an aggregate over an expression mixing outer and local columns (its
+    "correlated predicate that has both outer and local references")."""
+    base = len(p.columns(r.input))
+    lifted: list[p.Expr] = []
+
+    def lift(e: p.Expr) -> p.Expr:
+        if not (p.contains(e, p.Subquery) or p.refers_outward(e, 1)):
+            return e
+        if e not in lifted:
+            lifted.append(e)
+        return p.ColRef(0, base + lifted.index(e), e.type)
+
+    aggregates = tuple(a if a.func.oid == 0 else  # grouping(): its arguments are keys
+                       replace(a, args=tuple(lift(x) for x in a.args),
+                               filter=lift(a.filter) if a.filter is not None else None,
+                               order=tuple(replace(k, expr=lift(k.expr)) for k in a.order))
+                       for a in r.aggregates)
+    if not lifted:
+        return r
+    names = tuple(f"?input{i}" for i in range(len(lifted)))
+    return replace(r, input=p.Map(r.input, tuple(lifted), names), aggregates=aggregates)
 
 
 def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:

@@ -147,7 +147,7 @@ def _window_avg_parts(e: p.Expr, scales: numeric_scale.Scales) -> tuple[p.Expr, 
     [arg] = e.args
 
     def over(func: Function, t: SqlType) -> p.WindowCall:
-        return p.WindowCall(func, (arg,), e.partition, e.order, t)
+        return replace(e, func=func, args=(arg,), type=t)  # its frame (and FILTER) too
 
     if arg.type.base.name == "numeric":
         fixed = numeric_scale.expr_scale(arg, scales)
@@ -182,8 +182,9 @@ def _with_aggregate_parts(m: p.Map, aggregates: dict[int, str]) -> tuple[p.Rel, 
     parts: dict[int, tuple[p.Expr, ...]] = {}
     base = len(reduce.keys)
 
-    def add(func: Function, arg: p.Expr, t) -> p.ColRef:
-        aggregates_.append(p.AggCall(func, (arg,), False, t))
+    def add(func: Function, agg: p.AggCall, t) -> p.ColRef:
+        """`func` over the argument of `agg` and the rows it reads (its FILTER too)."""
+        aggregates_.append(p.AggCall(func, agg.args, False, t, agg.filter))
         names.append(func.name)
         return p.ColRef(0, base + len(aggregates_) - 1, t)
 
@@ -194,18 +195,18 @@ def _with_aggregate_parts(m: p.Map, aggregates: dict[int, str]) -> tuple[p.Rel, 
         agg = reduce.aggregates[ref.index - base]
         [arg] = agg.args
         if arg.type.base.name == "numeric":
-            total = add(_SUM, arg, NUMERIC)
+            total = add(_SUM, agg, NUMERIC)
             fixed = numeric_scale.expr_scale(arg, arg_scales)
-            dscale: p.Expr = p.Literal(fixed, INTEGER) if fixed is not None else add(_MAX_DSCALE, arg, INTEGER)
+            dscale: p.Expr = p.Literal(fixed, INTEGER) if fixed is not None else add(_MAX_DSCALE, agg, INTEGER)
         else:  # an integer: summed as a decimal wide enough not to overflow, as PostgreSQL's is
-            total, dscale = add(_SUM_WIDE, arg, NUMERIC), p.Literal(0, INTEGER)
-        count = add(_COUNT, arg, BIGINT)
+            total, dscale = add(_SUM_WIDE, agg, NUMERIC), p.Literal(0, INTEGER)
+        count = add(_COUNT, agg, BIGINT)
         if operation == "avg":
             parts[j] = (total, count, dscale)
             continue
         scale = numeric_scale.variance_scale(agg, reduce)
         assert scale is not None
-        squares = add(_sum_of_squares(scale), arg, NUMERIC)
+        squares = add(_sum_of_squares(scale), agg, NUMERIC)
         which = p.Literal(list(VARIANCES).index(agg.func.name), INTEGER)
         parts[j] = (count, total, squares, p.Literal(scale, INTEGER), which)
         # The aggregate itself is no longer read here (Spark would compute it in double

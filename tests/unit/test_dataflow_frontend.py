@@ -44,6 +44,10 @@ def bound(sql: str) -> bound_query.BoundQuery:
     ("SELECT a FROM t UNION SELECT a FROM u", "recompute"),
     ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", "recompute"),
     ("SELECT count(DISTINCT a) FROM t", "recompute"),
+    # FILTER is the aggregate of its arguments NULL where the condition is not true: still per group
+    ("SELECT a, count(*) FILTER (WHERE b > 1), sum(n) FILTER (WHERE s = 'x') FROM t GROUP BY a", "aggregate"),
+    ("SELECT a, array_agg(b ORDER BY s) FROM t GROUP BY a", "recompute"),
+    ("SELECT string_agg(s, ',') FILTER (WHERE a > 0) FROM t", "recompute"),
 ])
 def test_strategy_of_the_generated_query(sql, strategy):
     plan = plan_dataflow(bound(sql).tree)
