@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from planner import (
+    interval_calls,
     jsonb_funcs,
     jsonb_ops,
     pg_float,
@@ -56,6 +57,14 @@ class Kind(Enum):
     WINDOW = "w"
     TABLE = "t"  # returns a set: called in FROM
 
+
+# The parameter names and defaults of the catalogued functions that a call may name
+# arguments of (`make_interval(days => 3)`), as PostgreSQL's pg_proc.proargnames and
+# proargdefaults have them: SQL constants.
+PARAMETERS: dict[str, tuple[tuple[str, str], ...]] = {
+    "make_interval": (("years", "0"), ("months", "0"), ("weeks", "0"), ("days", "0"), ("hours", "0"),
+                      ("mins", "0"), ("secs", "0.0")),
+}
 
 # Ordered-set aggregates (pg_aggregate.aggkind 'o'): f(direct args) WITHIN GROUP (ORDER BY x),
 # x their last argument here.
@@ -118,6 +127,8 @@ FUNCTIONS: tuple[Function, ...] = (
     F(1394, "abs", "real", "real", "abs({0})"),
     F(1395, "abs", "double precision", "double precision", "abs({0})"),
     F(1396, "abs", "bigint", "bigint", "abs({0})"),
+    F(2058, "age", "timestamp without time zone, timestamp without time zone", "interval", interval_calls.age()),
+    F(1199, "age", "timestamp with time zone, timestamp with time zone", "interval", interval_calls.age()),
     F(1397, "abs", "integer", "integer", "abs({0})"),
     F(1398, "abs", "smallint", "smallint", "abs({0})"),
     F(1705, "abs", "numeric", "numeric", "abs({0})"),
@@ -157,6 +168,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(872, "initcap", "text", "text", pg_functions.INITCAP),
     F(1602, "atan", "double precision", "double precision", "sparkwire_float8_atan({0})"),
     F(1603, "atan2", "double precision, double precision", "double precision", "sparkwire_float8_atan2({0}, {1})"),
+    A(2106, "avg", "interval", "interval", "rewrite"),  # planner.sql.spark_aggregates.interval
     A(2100, "avg", "bigint", "numeric", "avg({0})"),
     A(2101, "avg", "integer", "numeric", "avg({0})"),
     A(2102, "avg", "smallint", "numeric", "avg({0})"),
@@ -222,6 +234,7 @@ FUNCTIONS: tuple[Function, ...] = (
     S(1403, "current_schemas", "boolean", "name[]", "if({0}, array('pg_catalog', 'public'), array('public'))"),
     S(2077, "current_setting", "text", "text", "rewrite"),
     S(3294, "current_setting", "text, boolean", "text", "rewrite"),
+    F(1172, "date_part", "text, interval", "double precision", "rewrite"),  # planner.pg_extract
     F(1171, "date_part", "text, timestamp with time zone", "double precision", "extract(year from {1})"),
     F(1384, "date_part", "text, date", "double precision", "extract(year from {1})"),
     F(2021, "date_part", "text, timestamp without time zone", "double precision", "extract(year from {1})"),
@@ -233,6 +246,7 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2519, "every", "boolean", "boolean", "every({0})"),
     F(1347, "exp", "double precision", "double precision", "sparkwire_float8_exp({0})"),
     F(1732, "exp", "numeric", "numeric", "exp({0})"),
+    F(6204, "extract", "text, interval", "numeric", "rewrite"),  # planner.pg_extract
     F(6199, "extract", "text, date", "numeric", "extract(year from {1})"),
     F(6202, "extract", "text, timestamp without time zone", "numeric", "extract(year from {1})"),
     F(6203, "extract", "text, timestamp with time zone", "numeric", "extract(year from {1})"),
@@ -323,6 +337,9 @@ FUNCTIONS: tuple[Function, ...] = (
     F(3305, "jsonb_set", "jsonb, text[], jsonb, boolean", "jsonb", "rewrite", defaults=1),
     F(3262, "jsonb_strip_nulls", "jsonb", "jsonb", "sparkwire_jsonb_strip_nulls({0})"),
     F(3306, "jsonb_pretty", "jsonb", "text", "sparkwire_jsonb_pretty({0})"),
+    F(1175, "justify_hours", "interval", "interval", interval_calls.call("justify_hours", "{0}")),
+    F(1295, "justify_days", "interval", "interval", interval_calls.call("justify_days", "{0}")),
+    F(2711, "justify_interval", "interval", "interval", interval_calls.call("justify_interval", "{0}")),
     W(3106, "lag", "anyelement", "anyelement", "lag({0})"),
     W(3107, "lag", "anyelement, integer", "anyelement", "lag({0}, 1)"),
     W(3108, "lag", "anycompatible, integer, anycompatible", "anycompatible", "lag({0}, 1, {2})"),
@@ -345,6 +362,8 @@ FUNCTIONS: tuple[Function, ...] = (
     F(879, "lpad", "text, integer", "text", "lpad({0}, {1})"),
     F(875, "ltrim", "text, text", "text", "trim(leading {1} from {0})"),
     F(881, "ltrim", "text", "text", "ltrim({0})"),
+    F(3464, "make_interval", "integer, integer, integer, integer, integer, integer, double precision",
+      "interval", interval_calls.call("make", *(f"{{{i}}}" for i in range(7))), defaults=7),
     A(2050, "max", "anyarray", "anyarray", "max({0})"),
     A(2115, "max", "bigint", "bigint", "max({0})"),
     A(2116, "max", "integer", "integer", "max({0})"),
@@ -352,6 +371,7 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2118, "max", "oid", "oid", "max({0})"),
     A(2119, "max", "real", "real", "max({0})"),
     A(2120, "max", "double precision", "double precision", "max({0})"),
+    A(2128, "max", "interval", "interval", "rewrite"),
     A(2122, "max", "date", "date", "max({0})"),
     A(2123, "max", "time without time zone", "time without time zone", "max({0})"),
     A(2126, "max", "timestamp without time zone", "timestamp without time zone", "max({0})"),
@@ -379,6 +399,7 @@ FUNCTIONS: tuple[Function, ...] = (
     A(2134, "min", "oid", "oid", "min({0})"),
     A(2135, "min", "real", "real", "min({0})"),
     A(2136, "min", "double precision", "double precision", "min({0})"),
+    A(2144, "min", "interval", "interval", "rewrite"),
     A(2138, "min", "date", "date", "min({0})"),
     A(2139, "min", "time without time zone", "time without time zone", "min({0})"),
     A(2142, "min", "timestamp without time zone", "timestamp without time zone", "min({0})"),
@@ -536,6 +557,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(883, "substr", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
     F(936, "substring", "text, integer, integer", "text", "rewrite"),
     F(937, "substring", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
+    A(2113, "sum", "interval", "interval", "rewrite"),
     A(2107, "sum", "bigint", "numeric", "sum(cast({0} as decimal(38, 0)))"),  # widened: no overflow
     A(2108, "sum", "integer", "bigint", "sum({0})"),
     A(2109, "sum", "smallint", "bigint", "sum({0})"),
@@ -662,4 +684,5 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | {pg_to_char.UDF_NAME, pg_to_char_num.UDF_NAME, pg_to_number.UDF_NAME}
                                    | frozenset(pg_to_timestamp.UDF_NAMES.values())
                                    | frozenset(pg_gcd.UDF_NAMES.values())
+                                   | frozenset(interval_calls.UDF_NAMES.values())
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner import interval_calls
 from planner.pg_functions import float_arithmetic_template as _float
 from planner.pg_functions import float_power_template
 
@@ -438,6 +439,37 @@ OPERATORS: tuple[Operator, ...] = (
     O(1625, "~~*", "name", "text", "boolean", "{0} ilike {1}"),
     O(1629, "~~*", "character", "text", "boolean", "{0} ilike {1}"),
     O(1627, "~~*", "text", "text", "boolean", "{0} ilike {1}"),
+    # interval (planner.interval_calls): PostgreSQL's arithmetic in Python UDFs over its text
+    O(1076, "+", "date", "interval", "timestamp without time zone", interval_calls.date_shifted("+")),
+    O(1077, "-", "date", "interval", "timestamp without time zone", interval_calls.date_shifted("-")),
+    O(2551, "+", "interval", "date", "timestamp without time zone", interval_calls.date_shifted("+", False)),
+    O(2066, "+", "timestamp without time zone", "interval", "timestamp without time zone",
+      interval_calls.shifted("timestamp without time zone", "+")),
+    O(2068, "-", "timestamp without time zone", "interval", "timestamp without time zone",
+      interval_calls.shifted("timestamp without time zone", "-")),
+    O(2553, "+", "interval", "timestamp without time zone", "timestamp without time zone",
+      interval_calls.shifted("timestamp without time zone", "+", False)),
+    O(1327, "+", "timestamp with time zone", "interval", "timestamp with time zone",
+      interval_calls.shifted("timestamp with time zone", "+")),
+    O(1329, "-", "timestamp with time zone", "interval", "timestamp with time zone",
+      interval_calls.shifted("timestamp with time zone", "-")),
+    O(2554, "+", "interval", "timestamp with time zone", "timestamp with time zone",
+      interval_calls.shifted("timestamp with time zone", "+", False)),
+    O(2067, "-", "timestamp without time zone", "timestamp without time zone", "interval",
+      interval_calls.difference()),
+    O(1328, "-", "timestamp with time zone", "timestamp with time zone", "interval", interval_calls.difference()),
+    O(1337, "+", "interval", "interval", "interval", interval_calls.call("add", "{0}", "{1}")),
+    O(1338, "-", "interval", "interval", "interval", interval_calls.call("sub", "{0}", "{1}")),
+    O(1336, "-", "", "interval", "interval", interval_calls.call("negate", "{0}")),
+    O(1583, "*", "interval", "double precision", "interval", interval_calls.call("mul", "{0}", "{1}")),
+    O(1584, "*", "double precision", "interval", "interval", interval_calls.call("mul", "{1}", "{0}")),
+    O(1585, "/", "interval", "double precision", "interval", interval_calls.call("div", "{0}", "{1}")),
+    O(1330, "=", "interval", "interval", "boolean", interval_calls.compared("=")),
+    O(1331, "<>", "interval", "interval", "boolean", interval_calls.compared("<>")),
+    O(1332, "<", "interval", "interval", "boolean", interval_calls.compared("<")),
+    O(1333, "<=", "interval", "interval", "boolean", interval_calls.compared("<=")),
+    O(1334, ">", "interval", "interval", "boolean", interval_calls.compared(">")),
+    O(1335, ">=", "interval", "interval", "boolean", interval_calls.compared(">=")),
 )
 
 NAMES: frozenset[str] = frozenset(o.name for o in OPERATORS) | {"!="}  # PostgreSQL reads != as <>

@@ -14,7 +14,7 @@ from enum import Enum
 
 from sqlglot import exp
 
-from planner import sql_template
+from planner import interval_calls, sql_template
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 
 
@@ -22,6 +22,7 @@ class Source(Enum):
     DATE = "date"
     TIMESTAMP = "timestamp without time zone"
     TIMESTAMPTZ = "timestamp with time zone"
+    INTERVAL = "interval"
 
 
 # The spellings PostgreSQL's DecodeUnits/DecodeSpecial accept for each field (lowercased;
@@ -53,6 +54,9 @@ _SPELLINGS: dict[str, tuple[str, ...]] = {
 _FIELDS = {spelling: field for field, spellings in _SPELLINGS.items() for spelling in spellings}
 _TIME_OF_DAY = frozenset({"hour", "minute", "second", "milliseconds", "microseconds"})
 _ZONE = frozenset({"timezone", "timezone_hour", "timezone_minute"})
+# The fields an interval has (interval_part_common); the others are 0A000 for it.
+_INTERVAL_FIELDS = frozenset({"microseconds", "milliseconds", "second", "minute", "hour", "day", "month",
+                              "quarter", "year", "decade", "century", "millennium", "epoch"})
 
 # The DECIMAL each numeric field arrives as: PostgreSQL's scale for it.
 _DECIMALS = {"second": (8, 6), "milliseconds": (11, 3), "microseconds": (14, 0)}
@@ -66,16 +70,31 @@ def field(unit: str, source: Source) -> str:
     name = _FIELDS.get(unit.strip().lower())
     if name is None:
         raise SqlError("22023", f'unit "{unit}" not recognized for type {source.value}')
-    if source is Source.DATE and name in _TIME_OF_DAY | _ZONE or source is Source.TIMESTAMP and name in _ZONE:
+    if source is Source.DATE and name in _TIME_OF_DAY | _ZONE or source is Source.TIMESTAMP and name in _ZONE \
+            or source is Source.INTERVAL and name not in _INTERVAL_FIELDS:
         raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{unit}" not supported for type {source.value}')
     if name == "julian" and source is not Source.DATE or name in _ZONE:
         raise SqlError(FEATURE_NOT_SUPPORTED, f'extract({name} from {source.value}) is not supported')
     return name
 
 
+def _refused(err: SqlError, value: exp.Expression, spark_type: str) -> exp.Expression:
+    """A unit the type does not have: PostgreSQL's error for each value, NULL for NULL (the
+    function is strict: it never sees a NULL)."""
+    return _cast(exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()), true=exp.Null(),
+                        false=sql_template.pg_error(err.sqlstate, err.message)), spark_type)
+
+
 def extract(unit: str, value: exp.Expression, source: Source) -> exp.Expression:
     """extract(unit from value) as PostgreSQL's numeric, at its scale."""
-    name = field(unit, source)
+    try:
+        name = field(unit, source)
+    except SqlError as err:
+        return _refused(err, value, "DECIMAL(20, 0)")
+    if source is Source.INTERVAL:  # planner.pg_interval.part, at the field's scale
+        precision, digits = _decimal(name, source)
+        return _cast(sql_template.spark(interval_calls.call("part", "{0}", "{1}"), exp.Literal.string(name),
+                                        value), f"DECIMAL({precision}, {digits})")
     if name == "julian":  # of a date: its Julian day number
         return _cast(_julian_day(value), "DECIMAL(20, 0)")
     if name == "epoch" and source is Source.DATE:
@@ -108,11 +127,17 @@ def _numeric(name: str, value: exp.Expression, source: Source = Source.TIMESTAMP
 
 def date_part(unit: str, value: exp.Expression, source: Source) -> exp.Expression:
     """date_part('unit', value) as PostgreSQL's double precision (a date as its midnight)."""
+    if source is Source.DATE and _FIELDS.get(unit.strip().lower()) == "julian":
+        return _cast(_julian_day(value), "DOUBLE")
+    try:
+        name = field(unit, Source.TIMESTAMP if source is Source.DATE else source)
+    except SqlError as err:
+        return _refused(err, value, "DOUBLE")
+    if source is Source.INTERVAL:
+        return sql_template.spark(interval_calls.call("date_part", "{0}", "{1}"), exp.Literal.string(name), value)
     if source is Source.DATE:
-        if _FIELDS.get(unit.strip().lower()) == "julian":
-            return _cast(_julian_day(value), "DOUBLE")
-        value, source = _cast(value, "TIMESTAMP_NTZ"), Source.TIMESTAMP
-    return _cast(spark_field(field(unit, source), value), "DOUBLE")
+        value = _cast(value, "TIMESTAMP_NTZ")
+    return _cast(spark_field(name, value), "DOUBLE")
 
 
 def spark_field(name: str, value: exp.Expression) -> exp.Expression:

@@ -27,20 +27,14 @@ from sqlglot import exp
 from planner import pg_extract, pg_float, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.sql_template import ERROR_PREFIX, pg_error
 from planner.sql_template import spark as filled
 from planner.types import column_type
-
-ERROR_PREFIX = "sparkwire:"
 
 # float8 and float4 to text as PostgreSQL's float8out/float4out write them (`1024`, `1e+15`,
 # shortest round-trip digits), where Spark's CAST writes Java's (`1024.0`, `1.0E15`): Python
 # UDFs (spark_backend.float_udfs) over the encoders' own formatting.
 FLOAT_TEXT_UDFS = {"double precision": "sparkwire_float8_text", "real": "sparkwire_float4_text"}
-
-
-def pg_error(sqlstate: str, message: str) -> exp.Expression:
-    """A Spark expression that fails the query with PostgreSQL's error."""
-    return exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(f"{ERROR_PREFIX}{sqlstate}:{message}")])
 
 
 def _guarded(value: exp.Expression, checks: list[tuple[exp.Expression, str, str]]) -> exp.Expression:
@@ -424,11 +418,14 @@ _SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # S
 
 # Catalogued functions the older path (sqlglot's tree) does not translate: they need the
 # front end's types and scales (to_char's pattern, besides, is rewritten by sqlglot).
-FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale", "to_number", "to_date"})
+FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale", "to_number", "to_date",
+                            "age", "justify_hours", "justify_days", "justify_interval", "make_interval"})
 # sqlglot's nodes for the calls whose PostgreSQL pattern it rewrites (to_char, to_date, to_number,
-# to_timestamp(text, text)), by the name the error gives
+# to_timestamp(text, text)), and for justify_* (front end only, as FRONT_END_ONLY's), by the
+# name the error gives
 _PATTERN_CALLS = {exp.TimeToStr: "to_char", exp.StrToDate: "to_date", exp.StrToTime: "to_timestamp",
-                  exp.ToNumber: "to_number"}
+                  exp.ToNumber: "to_number", exp.JustifyHours: "justify_hours", exp.JustifyDays: "justify_days",
+                  exp.JustifyInterval: "justify_interval", exp.MakeInterval: "make_interval"}
 
 
 def typed(tree: exp.Expression) -> None:

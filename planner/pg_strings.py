@@ -24,8 +24,7 @@ from sqlglot import exp
 
 from planner import pg_regex
 from planner.errors import INVALID_PARAMETER_VALUE, INVALID_TEXT_REPRESENTATION, SqlError
-
-ERROR_PREFIX = "sparkwire:"  # planner.pg_functions.ERROR_PREFIX (which imports this module)
+from planner.sql_template import ERROR_PREFIX
 
 PROGRAM_LIMIT_EXCEEDED = "54000"
 INVALID_ESCAPE_SEQUENCE = "22025"

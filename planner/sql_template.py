@@ -1,5 +1,6 @@
 """Expression templates filled with trees: PostgreSQL SQL with `__name` placeholders, and
-Spark SQL with `{0}`, `{1}`, ... (the function catalog's form)."""
+Spark SQL with `{0}`, `{1}`, ... (the function catalog's form); and the expression that fails
+a query with PostgreSQL's error."""
 
 from __future__ import annotations
 
@@ -7,6 +8,15 @@ from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
+
+# What starts the text of an error raised in Spark that carries PostgreSQL's SQLSTATE
+# (spark_backend.errors reads it back).
+ERROR_PREFIX = "sparkwire:"
+
+
+def pg_error(sqlstate: str, message: str) -> exp.Expression:
+    """A Spark expression that fails the query with PostgreSQL's error."""
+    return exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(f"{ERROR_PREFIX}{sqlstate}:{message}")])
 
 
 def template(template: str, **args: exp.Expression) -> exp.Expression:

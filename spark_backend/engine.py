@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from planner.errors import QUERY_CANCELED, SqlError
-from spark_backend import float_math_udfs, float_udfs, jsonb_udfs, numeric_udfs, string_udfs
+from spark_backend import float_math_udfs, float_udfs, interval_udfs, jsonb_udfs, numeric_udfs, string_udfs
 from spark_backend.errors import translate_spark_error
 
 log = logging.getLogger("sparkwire.spark")
@@ -232,6 +232,7 @@ class SparkEngine:
         float_udfs.register(spark)  # float8/float4 to text as PostgreSQL writes them
         float_math_udfs.register(spark)  # float8 functions computed by the C library, as PostgreSQL's
         string_udfs.register(spark)  # regexp_*, encode/decode, chr, ... with PostgreSQL's answers
+        interval_udfs.register(spark)  # interval arithmetic over its text, as PostgreSQL's
         return spark
 
     def _reconnect(self, lost) -> object:

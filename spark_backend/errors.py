@@ -11,7 +11,7 @@ import errno
 import re
 
 from planner.errors import SqlError
-from planner.pg_functions import ERROR_PREFIX
+from planner.sql_template import ERROR_PREFIX
 
 # Storage failures, with PostgreSQL's codes: an I/O error, a full disk, damaged data.
 IO_ERROR = "58030"

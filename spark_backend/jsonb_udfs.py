@@ -15,7 +15,7 @@ from typing import Any
 
 from planner import jsonb_funcs, jsonb_ops
 from planner.errors import SqlError
-from planner.pg_functions import ERROR_PREFIX
+from planner.sql_template import ERROR_PREFIX
 
 # operation -> Spark SQL return type
 _RETURNS = {

@@ -694,13 +694,44 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
             return self._select_list_function(n, name, level.srfs)  # planner.sql.bind_table_functions
         if any(f.kind is Kind.AGGREGATE for f in overloads):
             return self._aggregate_call(n, name, overloads, within, where)  # planner.sql.bind_aggregates
-        args = [self.expr(a) for a in [*(n.get("args") or ()), *(within or ())]]
+        raw = [*(n.get("args") or ()), *(within or ())]
+        if name in functions.PARAMETERS and schema in (None, "pg_catalog"):
+            args = self._named_arguments(name, raw, where)
+        elif any(node_type(a) == "NamedArgExpr" for a in raw):
+            raise p.NotYet("named arguments are not supported for this function yet", position=where)
+        else:
+            args = [self.expr(a) for a in raw]
         if name == "to_jsonb" and len(args) == 1 and args[0].type == coerce.UNKNOWN:
             raise SqlError("42804", "could not determine polymorphic type because input has type unknown",
                            position=where)
         func, bound, result = _resolved_call(name, overloads, args, where)
         not_an_aggregate(n, name, where)
         return p.Call(func, bound, result)
+
+    def _named_arguments(self, name: str, nodes: list[Node], where: int | None) -> list[p.Expr]:
+        """The arguments of a call of a function whose parameters have names and defaults
+        (functions.PARAMETERS): the positional ones, then those named, the rest their
+        defaults; PostgreSQL's 42883 for a name it lacks or a parameter given twice, 42601
+        for a name used twice."""
+        params = functions.PARAMETERS[name]
+        known = [pname for pname, _ in params]
+        positional: list[p.Expr] = []
+        named: dict[str, p.Expr] = {}
+        for node in nodes:
+            if node_type(node) != "NamedArgExpr":
+                positional.append(self.expr(node))
+                continue
+            arg = node["NamedArgExpr"]
+            if arg["name"] in named:
+                raise SqlError(SYNTAX_ERROR, f'argument name "{arg["name"]}" used more than once', position=_pos(arg))
+            named[arg["name"]] = self.expr(arg["arg"])
+        if len(positional) > len(params) or any(k not in known or known.index(k) < len(positional) for k in named):
+            shown = [a.type.display() for a in positional] + [f"{k} => {v.type.display()}" for k, v in named.items()]
+            raise SqlError("42883", f"function {name}({', '.join(shown)}) does not exist", position=where,
+                           hint="No function matches the given name and argument types. "
+                                "You might need to add explicit type casts.")
+        return [positional[i] if i < len(positional) else named.get(pname) or _constant(default)
+                for i, (pname, default) in enumerate(params)]
 
     def _table_function_call(self, n: dict, scope: Scope | None) -> tuple[functions.Function, tuple[p.Expr, ...],
                                                                           SqlType | None]:
@@ -796,9 +827,8 @@ def _using_side(scope: Scope, name: str, side: str) -> ScopeColumn:
     return found[0]
 
 
-# Operand types whose operators the catalog does not hold yet: interval is stored as text,
-# where PostgreSQL compares '1 day' and '24:00:00' equal; the sqlglot path keeps its answers.
-_OLDER_PATH_OPERANDS = frozenset({"interval", "json"})
+# Operand types whose operators the catalog does not hold yet: the sqlglot path keeps its answers.
+_OLDER_PATH_OPERANDS = frozenset({"json"})
 
 # Types only the sqlglot path's catalog rewrites know (psql's and drivers' reflection queries).
 _OLDER_PATH_TYPES = frozenset({"regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regoper",
@@ -847,6 +877,11 @@ def _output_index(node: Node, names_: list[str]) -> int | None:
 
 
 _coerce = coerce.to_type
+
+
+def _constant(text: str) -> p.Literal:
+    """A parameter's default, a constant in SQL: an integer or a numeric."""
+    return p.Literal(Decimal(text), coerce.NUMERIC) if "." in text else p.Literal(int(text), coerce.INTEGER)
 _typed_literal = coerce.typed_literal
 
 

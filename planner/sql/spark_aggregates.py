@@ -23,11 +23,12 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from planner import jsonb_calls
+from planner import interval_calls, jsonb_calls
 from planner.sql_template import spark
 from planner.types import SqlType
 
 COLLECTING = frozenset({"array_agg", "string_agg", "jsonb_agg", "jsonb_object_agg"})
+INTERVAL_AGGREGATES = frozenset({"sum", "avg", "max", "min"})
 
 
 @dataclass(frozen=True)
@@ -131,3 +132,13 @@ def collecting(name: str, args: Sequence[exp.Expression], types: Sequence[SqlTyp
         return string_agg(collected(args, keys, condition, distinct, skip_null=True))
     fields = jsonb_calls.aggregate_fields(name, list(args), list(types))
     return jsonb_calls.aggregate_of(name, collected(fields, keys, condition, distinct), list(types))
+
+
+def interval(name: str, arg: exp.Expression, distinct: bool) -> exp.Expression:
+    """sum, avg, max or min of an interval (kept as its text): max and min the value of the
+    largest or smallest span, sum and avg PostgreSQL's over the group's values."""
+    if name in ("max", "min"):
+        return spark(f"{name}_by({{0}}, {interval_calls.SPAN}({{0}}))", exp.Paren(this=arg))
+    collect = "collect_set" if distinct else "collect_list"
+    udf = interval_calls.UDF_NAMES["total" if name == "sum" else "mean"]
+    return spark(f"{udf}({collect}({{0}}))", exp.Paren(this=arg))

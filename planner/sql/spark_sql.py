@@ -18,7 +18,7 @@ from functools import lru_cache, partial
 import sqlglot
 from sqlglot import exp
 
-from planner import jsonb_calls, params, pg_extract, pg_format, pg_functions, pg_strings
+from planner import interval_calls, jsonb_calls, params, pg_extract, pg_format, pg_functions, pg_strings
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import ORDERED_SET, Kind, Semantics
@@ -235,6 +235,10 @@ class _Generator:
                                                a.distinct)
         if a.func.name == "count" and not args:
             return spark_aggregates.counted(condition) if condition is not None else exp.Count(this=exp.Star())
+        if a.args and _is_interval(a.args[0].type) and a.func.name in spark_aggregates.INTERVAL_AGGREGATES:
+            if condition is not None:
+                args = spark_aggregates.filtered(args, condition)
+            return spark_aggregates.interval(a.func.name, args[0], a.distinct)
         if condition is not None:  # the aggregated arguments: an ordered-set aggregate's last
             args = spark_aggregates.filtered(args, condition, len(args) - 1 if a.func.name in ORDERED_SET else 0)
         _check_template(a.func.name, a.func.spark, len(args))
@@ -306,8 +310,8 @@ class _Generator:
         else:
             _check_template(f.name, f.spark, len(args))
             call = _template(f.spark, args)
-        order = [exp.Ordered(this=_not_ordinal(self.scalar(k.expr, cols)), desc=k.descending,
-                             nulls_first=k.nulls_first) for k in w.order]
+        order = [exp.Ordered(this=_sort_value(_not_ordinal(self.scalar(k.expr, cols)), k.expr.type),
+                             desc=k.descending, nulls_first=k.nulls_first) for k in w.order]
         # PostgreSQL ignores a frame for the functions that have no use for one; Spark refuses it
         framed = w.frame is not None and (f.kind is Kind.AGGREGATE or f.name in _FRAMED_WINDOW_FUNCTIONS)
         partition = [self.scalar(x, cols) for x in w.partition]
@@ -453,6 +457,9 @@ class _Generator:
                 _check_template(op.name, op.spark, len(args))
                 _no_subquery_in_lambda(op.name, op.spark, args)
                 operands = [self.scalar(a, cols) for a in args]
+                constant = interval_calls.folded(op.oid, operands)
+                if constant is not None:
+                    return constant
                 if op.name == "/" and op.result == "numeric" and _integer_as_numeric(args[0]):
                     # Spark gives a quotient max(6, dividend's scale + divisor's precision + 1)
                     # digits after the point: an integer dividend at scale 10, not 0, keeps
@@ -474,6 +481,9 @@ class _Generator:
                 # a numeric has no negative zero, so (-0.0)::float8 is 0
                 digits = str(value) if value else "0"
                 return exp.Cast(this=exp.Literal.string(digits), to=exp.DataType.build(t.spark, dialect="spark"))
+            case p.Cast(arg=arg, type=t) if _is_interval(t) and arg.type.base.name in _TEXTS and not arg.type.is_array:
+                # interval_in reads the text (22007 for what it cannot), interval_out writes it
+                return exp.Anonymous(this=interval_calls.IN, expressions=[self.scalar(arg, cols)])
             case p.Cast(arg=arg, type=t) if arg.type.base.name == "bytea" and not arg.type.is_array \
                     and t.base.name in ("text", "character varying") and not t.is_array:
                 return _template(pg_functions.BYTEA_TEXT, [self.scalar(arg, cols)])
@@ -635,6 +645,7 @@ _LIKE_OPERATORS = ("~~", "!~~", "~~*", "!~~*")
 
 _DOUBLE_ONLY_AGGREGATES = frozenset({"var_pop", "var_samp", "variance", "stddev", "stddev_pop", "stddev_samp"})
 _INTEGERS = ("smallint", "integer", "bigint")
+_TEXTS = ("text", "character varying", "character", "unknown")
 _INTEGER_DECIMALS = {"smallint": "DECIMAL(5, 0)", "integer": "DECIMAL(10, 0)", "bigint": "DECIMAL(20, 0)"}
 _UNCONSTRAINED = SqlType(BY_NAME["numeric"])
 _FLOATS = ("real", "double precision")
@@ -706,9 +717,16 @@ def _inputs_below(r: p.Reduce) -> p.Reduce:
     return replace(r, input=p.Map(r.input, tuple(lifted), names), aggregates=aggregates)
 
 
+def _is_interval(t: SqlType) -> bool:
+    return t.base.name == "interval" and not t.is_array
+
+
 def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:
     """A sort key in PostgreSQL's order: an array's NULL elements after every value (array_cmp;
-    Spark's own order puts them first), as the array comparison operators have it."""
+    Spark's own order puts them first), as the array comparison operators have it; an
+    interval by its span (interval_cmp_value), not its text."""
+    if _is_interval(t):
+        return exp.Anonymous(this=interval_calls.SPAN, expressions=[e])
     if not t.is_array:
         return e
     var = exp.to_identifier("sw_o")

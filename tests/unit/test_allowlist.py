@@ -33,7 +33,7 @@ def _error(sql: str) -> SqlError:
     ("INSERT INTO t SELECT java_method('a', 'b')", "function java_method("),
     ("UPDATE t SET a = reflect('a', 'b')", "function reflect("),
     ("DELETE FROM t WHERE reflect('a', 'b') = 'x'", "function reflect("),
-    ("SELECT justify_days(1)", "function justify_days(integer) does not exist"),  # PostgreSQL has it; we do not yet
+    ("SELECT isfinite(1)", "function isfinite(integer) does not exist"),  # PostgreSQL has it; we do not yet
     ("SELECT public.upper('a')", "function public.upper(unknown) does not exist"),
     ("SELECT upper('a', 'b')", "function upper(unknown, unknown) does not exist"),
     ("SELECT sum(*) FROM t", "function sum() does not exist"),
