@@ -35,6 +35,7 @@ from planner import (
     interval_calls,
     jsonb_funcs,
     jsonb_ops,
+    jsonb_order,
     pg_float,
     pg_format,
     pg_functions,
@@ -684,5 +685,5 @@ SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _I
                                    | {pg_to_char.UDF_NAME, pg_to_char_num.UDF_NAME, pg_to_number.UDF_NAME}
                                    | frozenset(pg_to_timestamp.UDF_NAMES.values())
                                    | frozenset(pg_gcd.UDF_NAMES.values())
-                                   | frozenset(interval_calls.UDF_NAMES.values())
+                                   | frozenset(interval_calls.UDF_NAMES.values()) | {jsonb_order.UDF_NAME}
                                    | frozenset(pg_functions.FLOAT_TEXT_UDFS.values()) | {"inline"})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner import interval_calls
+from planner import interval_calls, jsonb_order
 from planner.pg_functions import float_arithmetic_template as _float
 from planner.pg_functions import float_power_template
 
@@ -61,6 +61,12 @@ def _array_order(op: str) -> str:
     def ordered(arg: str) -> str:
         return f"transform({arg}, sw_o -> named_struct('n', sw_o is null, 'v', sw_o))"
     return f"{ordered('{0}')} {op} {ordered('{1}')}"
+
+
+def _jsonb_order(op: str) -> str:
+    """jsonb compared in PostgreSQL's order (1 = 1.0; an object above an array above a scalar):
+    by planner.jsonb_order's byte keys, not by the text."""
+    return f"{jsonb_order.UDF_NAME}({{0}}) {op} {jsonb_order.UDF_NAME}({{1}})"
 
 
 # a @> b: every element of b is one of a's.
@@ -148,8 +154,12 @@ OPERATORS: tuple[Operator, ...] = (
     O(1127, "-", "double precision", "real", "double precision", _float("-")),
     O(1751, "-", "", "numeric", "numeric", "-{0}"),
     O(1759, "-", "numeric", "numeric", "numeric", "{0} - {1}"),
-    O(3240, "=", "jsonb", "jsonb", "boolean", "{0} = {1}"),
+    O(3240, "=", "jsonb", "jsonb", "boolean", _jsonb_order("=")),
     # jsonb's own operators: Python UDFs over the canonical text (planner.jsonb_ops).
+    O(3242, "<", "jsonb", "jsonb", "boolean", _jsonb_order("<")),
+    O(3243, ">", "jsonb", "jsonb", "boolean", _jsonb_order(">")),
+    O(3244, "<=", "jsonb", "jsonb", "boolean", _jsonb_order("<=")),
+    O(3245, ">=", "jsonb", "jsonb", "boolean", _jsonb_order(">=")),
     O(3246, "@>", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({0}, {1})"),
     O(3250, "<@", "jsonb", "jsonb", "boolean", "sparkwire_jsonb_contains({1}, {0})"),
     # Array containment and overlap: a NULL element matches nothing (PostgreSQL's
@@ -168,7 +178,7 @@ OPERATORS: tuple[Operator, ...] = (
     O(3398, "-", "jsonb", "text[]", "jsonb", "sparkwire_jsonb_delete_keys({0}, {1})"),
     O(3286, "-", "jsonb", "integer", "jsonb", "sparkwire_jsonb_delete_index({0}, {1})"),
     O(3287, "#-", "jsonb", "text[]", "jsonb", "sparkwire_jsonb_delete_nested({0}, {1})"),
-    O(3241, "<>", "jsonb", "jsonb", "boolean", "{0} <> {1}"),
+    O(3241, "<>", "jsonb", "jsonb", "boolean", _jsonb_order("<>")),
     # A key reads an object only, an index an array only (`'[5, 6]' -> '1'` is NULL where
     # `#> '{1}'` is 6): the canonical text's first character says which it is. Index 0 or -1
     # of a scalar is the scalar (PostgreSQL stores one as a one-element array).

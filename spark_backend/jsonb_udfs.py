@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from planner import jsonb_funcs, jsonb_ops
+from planner import jsonb_funcs, jsonb_ops, jsonb_order
 from planner.errors import SqlError
 from planner.sql_template import ERROR_PREFIX
 
@@ -52,3 +52,5 @@ def register(spark) -> None:
     for op, name in jsonb_funcs.UDF_NAMES.items():
         returns = _FUNC_RETURNS.get(op, "string")
         spark.udf.register(name, udf(carrying_sqlstate(getattr(jsonb_funcs, op)), returns, useArrow=True))
+    # jsonb's order and equality (1 = 1.0) as bytes Spark compares: comparisons and ORDER BY
+    spark.udf.register(jsonb_order.UDF_NAME, udf(carrying_sqlstate(jsonb_order.sort_key), "binary", useArrow=True))

@@ -217,9 +217,10 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
             having = (self._condition(s["havingClause"], "HAVING")
                       if s.get("havingClause") is not None else None)
             distinct = s.get("distinctClause")
-            if distinct and distinct != [{}]:
-                raise p.NotYet("SELECT DISTINCT ON is not supported yet")
+            on_nodes = distinct if distinct and distinct != [{}] else None
+            distinct = distinct and on_nodes is None
             order, hidden = self._order_by(s.get("sortClause") or [], names, exprs, bool(distinct))
+            on = self._distinct_on(on_nodes, names, exprs, hidden, order) if on_nodes else None
             aggregated = group is not None or bool(level.aggregates) or having is not None
             if aggregated:
                 # the select list's set-returning functions run over the groups: their
@@ -239,6 +240,10 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
         rel = p.Map(rel, tuple(exprs) + tuple(hidden),
                     tuple(names) + tuple(f"?order{i}" for i in range(len(hidden))))
         outputs = tuple(range(width, width + len(exprs)))
+        if on is not None:
+            rel = self._first_of_each(rel, width, on, order)
+            # without ORDER BY, in the DISTINCT ON columns' order, as PostgreSQL's sort leaves them
+            order = order or [p.SortKey(i, False, False) for i in dict.fromkeys(on)]
         if distinct:
             rel = p.Distinct(p.Project(rel, outputs, tuple(names)))
             return self._top_k(rel, order, s)
@@ -460,6 +465,54 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
                     index = len(exprs) + len(hidden) - 1
             keys.append(_sort_key(index, sort))
         return keys, hidden
+
+    def _distinct_on(self, nodes: list[Node], names_: list[str], exprs: list[p.Expr], hidden: list[p.Expr],
+                     order: list[p.SortKey]) -> list[int]:
+        """DISTINCT ON's expressions as indices over (select list, hidden ORDER BY columns),
+        found as ORDER BY's are (a new one joins `hidden`); PostgreSQL's 42P10 where ORDER BY
+        does not begin with them (transformDistinctOnClause: no DISTINCT ON item after an
+        ORDER BY item that is not one)."""
+        on: list[tuple[int, int | None]] = []
+        for node in nodes:
+            index = _ordinal(node, len(names_), "DISTINCT ON")
+            if index is None:
+                index = _output_index(node, names_)
+            if index is None:
+                expr = self.expr(node)
+                found = [e for e in exprs + hidden if e == expr]
+                if not found:
+                    hidden.append(expr)
+                index = (exprs + hidden).index(expr)
+            on.append((index, _location(node)))
+        indices = [i for i, _ in on]
+        skipped = False
+        for key in order:
+            if key.index not in indices:
+                skipped = True
+            elif skipped:
+                raise SqlError(INVALID_COLUMN_REFERENCE, "SELECT DISTINCT ON expressions must match initial ORDER BY "
+                                                         "expressions", position=on[indices.index(key.index)][1])
+        if skipped and any(i not in {k.index for k in order} for i in indices):
+            at = next(where for i, where in on if i not in {k.index for k in order})
+            raise SqlError(INVALID_COLUMN_REFERENCE, "SELECT DISTINCT ON expressions must match initial ORDER BY "
+                                                     "expressions", position=at)
+        return indices
+
+    def _first_of_each(self, rel: p.Rel, width: int, on: list[int], order: list[p.SortKey]) -> p.Rel:
+        """DISTINCT ON: the first row, in ORDER BY's order, of each group of rows equal in the
+        DISTINCT ON columns (NULLs equal): row_number() over them, kept where it is 1."""
+        cols = p.columns(rel)
+
+        def column(i: int) -> p.ColRef:
+            return p.ColRef(0, width + i, cols[width + i].type)
+
+        [row_number] = functions.overloads("row_number")
+        numbered = p.WindowCall(row_number, (), tuple(column(i) for i in dict.fromkeys(on)),
+                                tuple(p.WindowKey(column(k.index), k.descending, k.nulls_first) for k in order),
+                                coerce.BIGINT)
+        rel = p.Map(rel, (numbered,), ("?first",))
+        first = self._operator("=", [p.ColRef(0, len(cols), coerce.BIGINT), p.Literal(1, coerce.INTEGER)], None)
+        return p.Filter(rel, first)
 
     def _reduce(self, rel: p.Rel, scope: Scope, keys: list[p.Expr], sets: tuple[tuple[int, ...], ...] | None,
                 aggs: list[p.AggCall], exprs: list[p.Expr], hidden: list[p.Expr], having: p.Expr | None):
@@ -882,6 +935,8 @@ _coerce = coerce.to_type
 def _constant(text: str) -> p.Literal:
     """A parameter's default, a constant in SQL: an integer or a numeric."""
     return p.Literal(Decimal(text), coerce.NUMERIC) if "." in text else p.Literal(int(text), coerce.INTEGER)
+
+
 _typed_literal = coerce.typed_literal
 
 

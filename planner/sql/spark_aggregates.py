@@ -64,14 +64,13 @@ def collected(fields: Sequence[exp.Expression], keys: Sequence[Key], condition: 
 
     `condition` is FILTER's; `skip_null` leaves out rows whose first field is NULL
     (string_agg's values). With `distinct` the rows are distinct and every key is one of the
-    fields (the binder saw to it, as PostgreSQL's 42P10 has it); else the keys are
-    collected beside the fields."""
+    fields (the binder saw to it, as PostgreSQL's 42P10 has it)."""
     named = [(f"v{i}", f) for i, f in enumerate(fields)]
-    if distinct:
-        positions = [list(fields).index(k.value) for k in keys]
-    else:
-        positions = [len(named) + i for i in range(len(keys))]
-        named += [(f"k{i}", k.value) for i, k in enumerate(keys)]
+    # Each key collected beside the fields in the form Spark orders as PostgreSQL does (a UDF
+    # may compute it, which Spark refuses inside the comparator's lambda); with DISTINCT a key
+    # is a function of one of the fields, so the rows stay as distinct as the fields are.
+    sources = [fields[list(fields).index(k.value)] if distinct else k.value for k in keys]
+    named += [(f"k{i}", k.as_sorted(source.copy())) for i, (k, source) in enumerate(zip(keys, sources, strict=True))]
     row: exp.Expression = exp.Struct(expressions=[exp.alias_(exp.Paren(this=e.copy()), name) for name, e in named])
     conditions = [condition] if condition is not None else []
     if skip_null:
@@ -81,7 +80,7 @@ def collected(fields: Sequence[exp.Expression], keys: Sequence[Key], condition: 
     rows = spark("collect_set({0})" if distinct else "collect_list({0})", row)
     if not keys:
         return rows
-    comparator = exp.Lambda(this=_comparison(keys, [named[i][0] for i in positions]),
+    comparator = exp.Lambda(this=_comparison(keys, [f"k{i}" for i in range(len(keys))]),
                             expressions=[exp.to_identifier("sw_l"), exp.to_identifier("sw_r")])
     return exp.ArraySort(this=rows, expression=comparator)
 
@@ -90,8 +89,7 @@ def _comparison(keys: Sequence[Key], names: Sequence[str]) -> exp.Expression:
     """-1, 0 or 1 as struct sw_l sorts before, with or after sw_r."""
     body: exp.Expression = exp.Literal.number(0)
     for key, name in reversed(list(zip(keys, names, strict=True))):
-        left = key.as_sorted(exp.column(name, table="sw_l"))
-        right = key.as_sorted(exp.column(name, table="sw_r"))
+        left, right = exp.column(name, table="sw_l"), exp.column(name, table="sw_r")
         before, after = (1, -1) if key.descending else (-1, 1)
         null_side = -1 if key.nulls_first else 1
 

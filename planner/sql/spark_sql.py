@@ -18,7 +18,16 @@ from functools import lru_cache, partial
 import sqlglot
 from sqlglot import exp
 
-from planner import interval_calls, jsonb_calls, params, pg_extract, pg_format, pg_functions, pg_strings
+from planner import (
+    interval_calls,
+    jsonb_calls,
+    jsonb_order,
+    params,
+    pg_extract,
+    pg_format,
+    pg_functions,
+    pg_strings,
+)
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import ORDERED_SET, Kind, Semantics
@@ -312,6 +321,9 @@ class _Generator:
             call = _template(f.spark, args)
         order = [exp.Ordered(this=_sort_value(_not_ordinal(self.scalar(k.expr, cols)), k.expr.type),
                              desc=k.descending, nulls_first=k.nulls_first) for k in w.order]
+        if not order and f.kind is Kind.WINDOW:
+            # Spark wants an ORDER BY for these; PostgreSQL's OVER () makes every row a peer
+            order = [exp.Ordered(this=exp.Literal.number(0))]
         # PostgreSQL ignores a frame for the functions that have no use for one; Spark refuses it
         framed = w.frame is not None and (f.kind is Kind.AGGREGATE or f.name in _FRAMED_WINDOW_FUNCTIONS)
         partition = [self.scalar(x, cols) for x in w.partition]
@@ -724,9 +736,11 @@ def _is_interval(t: SqlType) -> bool:
 def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:
     """A sort key in PostgreSQL's order: an array's NULL elements after every value (array_cmp;
     Spark's own order puts them first), as the array comparison operators have it; an
-    interval by its span (interval_cmp_value), not its text."""
+    interval by its span (interval_cmp_value), a jsonb by planner.jsonb_order's key, not their text."""
     if _is_interval(t):
         return exp.Anonymous(this=interval_calls.SPAN, expressions=[e])
+    if t.base.name == "jsonb" and not t.is_array:
+        return exp.Anonymous(this=jsonb_order.UDF_NAME, expressions=[e])
     if not t.is_array:
         return e
     var = exp.to_identifier("sw_o")

@@ -35,6 +35,9 @@ def _bound(sql: str) -> tuple[list[str], str]:
     ("SELECT j #> '{a,0}' FROM docs", "jsonb", "sparkwire_jsonb_extract("),
     ("SELECT j - 'a' FROM docs", "jsonb", "sparkwire_jsonb_delete"),
     ("SELECT j || j FROM docs", "jsonb", "sparkwire_jsonb_concat"),
+    # compared by PostgreSQL's order (planner.jsonb_order), not by the text: 1 = 1.0, 9 < 10
+    ("SELECT j = '1.0' FROM docs", "boolean", "sparkwire_jsonb_sort_key"),
+    ("SELECT j < '10' FROM docs", "boolean", "sparkwire_jsonb_sort_key"),
 ])
 def test_postgres_front_end_binds_jsonb_operators(sql, result, udf):
     types, spark = _bound(sql)
@@ -67,3 +70,8 @@ def test_sqlglot_path_refuses_arrays_and_bad_json():
     with pytest.raises(SqlError) as err:
         _sqlglot("SELECT j @> 'nope' FROM docs")
     assert err.value.sqlstate == "22P02"
+
+
+def test_order_by_jsonb_sorts_by_its_key():
+    _, spark = _bound("SELECT id FROM docs ORDER BY j DESC")
+    assert "ORDER BY SPARKWIRE_JSONB_SORT_KEY(" in spark.upper()

@@ -249,3 +249,25 @@ def test_an_unknown_output_column_is_text():
     assert _shape("SELECT '3' AS one, NULL AS nothing") == [("one", "text"), ("nothing", "text")]
     # in a set operation the other branch decides: '1' is an integer here, as in PostgreSQL
     assert _shape("SELECT '1' UNION SELECT 2") == [("?column?", "integer")]
+
+
+def test_distinct_on_keeps_the_first_row_of_each_group_in_order_by_order():
+    rel = _bind("SELECT DISTINCT ON (a) a, b FROM t1 ORDER BY a, b DESC")
+    top = rel.input
+    assert isinstance(top, p.TopK) and isinstance(top.input, p.Filter)
+    numbered = top.input.input
+    assert isinstance(numbered, p.Map)
+    [window] = numbered.exprs
+    assert window.func.name == "row_number" and len(window.partition) == 1
+    assert [(k.descending, k.nulls_first) for k in window.order] == [(False, False), (True, True)]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT DISTINCT ON (a) a, b FROM t1 ORDER BY b",  # ORDER BY must begin with the DISTINCT ON items
+    "SELECT DISTINCT ON (a) a, b FROM t1 ORDER BY b, a",
+])
+def test_distinct_on_must_match_the_initial_order_by(sql):
+    with pytest.raises(SqlError) as err:
+        _bind(sql)
+    assert (err.value.sqlstate, err.value.message) == (
+        "42P10", "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
