@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from planner.codecs.interval import interval_parse_cached as _read
 from planner.codecs.interval import interval_text
 from planner.errors import SqlError
+from planner.pg_julian import date2j, j2date
 
 Interval = tuple[int, int, int]  # (months, days, microseconds)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,26 +87,6 @@ def _days_in(y: int, m: int) -> int:
     return 29 if m == 2 and leap else _DAYS_IN_MONTH[m - 1]
 
 
-def _date2j(y: int, m: int, d: int) -> int:
-    y, m = (y + 4800, m + 1) if m > 2 else (y + 4799, m + 13)
-    century = y // 100
-    return y * 365 - 32167 + y // 4 - century + century // 4 + 7834 * m // 256 + d
-
-
-def _j2date(jd: int) -> tuple[int, int, int]:
-    julian = jd + 32044
-    quad = julian // 146097
-    extra = (julian - quad * 146097) * 4 + 3
-    julian += 60 + quad * 3 + extra // 146097
-    quad = julian // 1461
-    julian -= quad * 1461
-    y = julian * 4 // 1461
-    julian = ((julian + 305) % 365 if y != 0 else (julian + 306) % 366) + 123
-    y += quad * 4
-    quad = julian * 2141 // 65536
-    return y - 4800, (quad + 10) % 12 + 1, julian - 7834 * quad // 256
-
-
 def _split(t: int) -> tuple[int, int]:
     """timestamp2tm: the Julian day and the time of day (a negative time borrows a day)."""
     days, tod = divmod(t, US_PER_DAY)
@@ -122,7 +103,7 @@ def _pg_range(t: int) -> int:
     return t
 
 
-_SPARK_MIN, _SPARK_END = _join(_date2j(1, 1, 1), 0), _join(_date2j(10000, 1, 1), 0)
+_SPARK_MIN, _SPARK_END = _join(date2j(1, 1, 1), 0), _join(date2j(10000, 1, 1), 0)
 
 
 def _parse_ts(s: str, type_name: str = "timestamp") -> int:
@@ -133,7 +114,7 @@ def _parse_ts(s: str, type_name: str = "timestamp") -> int:
     if not (y >= 1 and 1 <= mo <= 12 and 1 <= d <= _days_in(y, mo) and hh < 24 and mi < 60 and ss < 60):
         raise SqlError("22008", f'date/time field value out of range: "{s}"')
     us = int((m.group(7) or "").ljust(6, "0"))
-    return _join(_date2j(y, mo, d), ((hh * 60 + mi) * 60 + ss) * US_PER_SEC + us)
+    return _join(date2j(y, mo, d), ((hh * 60 + mi) * 60 + ss) * US_PER_SEC + us)
 
 
 def _format_ts(t: int) -> str:
@@ -141,7 +122,7 @@ def _format_ts(t: int) -> str:
     if not _SPARK_MIN <= t < _SPARK_END:
         raise _out_of_range("timestamp")
     jd, tod = _split(t)
-    y, mo, d = _j2date(jd)
+    y, mo, d = j2date(jd)
     secs, us = divmod(tod, US_PER_SEC)
     text = f"{y:04d}-{mo:02d}-{d:02d} {secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
     return f"{text}.{us:06d}" if us else text
@@ -155,9 +136,9 @@ def _add(t: int, iv: Interval) -> int:
     months, days, micros = iv
     if months:
         jd, tod = _split(t)
-        y, m, d = _j2date(jd)
+        y, m, d = j2date(jd)
         y, m = divmod(y * 12 + m - 1 + months, 12)
-        t = _pg_range(_join(_date2j(y, m + 1, min(d, _days_in(y, m + 1))), tod))
+        t = _pg_range(_join(date2j(y, m + 1, min(d, _days_in(y, m + 1))), tod))
     if days:
         jd, tod = _split(t)
         t = _pg_range(_join(jd + days, tod))
@@ -330,7 +311,7 @@ def _fields(t: int) -> list[int]:
     """timestamp2tm as [year, month, day, hour, minute, second, microsecond]."""
     jd, tod = _split(t)
     secs, us = divmod(tod, US_PER_SEC)
-    return [*_j2date(jd), secs // 3600, secs // 60 % 60, secs % 60, us]
+    return [*j2date(jd), secs // 3600, secs // 60 % 60, secs % 60, us]
 
 
 @_strict

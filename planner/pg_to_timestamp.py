@@ -40,13 +40,15 @@ from datetime import date, datetime, timedelta
 
 from planner.encoding import utf8_length
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.pg_julian import c_div as _cdiv
+from planner.pg_julian import c_int as _wrap
+from planner.pg_julian import date2j, j2date
 
 INVALID_DATETIME_FORMAT = "22007"
 DATETIME_FIELD_OVERFLOW = "22008"
 INVALID_TIME_ZONE_DISPLACEMENT = "22009"
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-_UINT_MASK = 2**32 - 1
 _FM_HINT = 'If your source string is not fixed-width, try using the "FM" modifier.'
 _POSTGRES_EPOCH_JDATE = 2451545  # 2000-01-01
 _USECS_PER_DAY = 86_400_000_000
@@ -618,52 +620,12 @@ def _read_fields(text: bytes, nodes: list[_Node]) -> _Slots:
 
 # --- step 3: slots to date and time -------------------------------------------------------
 
-def _cdiv(a: int, b: int) -> int:
-    """C integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 def _cmod(a: int, b: int) -> int:
     return a - b * _cdiv(a, b)
 
 
-def _wrap(value: int) -> int:
-    """An int computation as PostgreSQL does it: 32 bits, wrapping (it is built with -fwrapv)."""
-    return (value + 2**31) % 2**32 - 2**31
-
-
 def _is_leap(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-
-
-def _date2j(year: int, month: int, day: int) -> int:
-    """PostgreSQL's Julian day number of a proleptic Gregorian date (int arithmetic)."""
-    if month > 2:
-        month = _wrap(month + 1)
-        year = _wrap(year + 4800)
-    else:
-        month = _wrap(month + 13)
-        year = _wrap(year + 4799)
-    century = _cdiv(year, 100)
-    julian = _wrap(year * 365 - 32167)
-    julian = _wrap(julian + _cdiv(year, 4) - century + _cdiv(century, 4))
-    return _wrap(julian + _cdiv(_wrap(7834 * month), 256) + day)
-
-
-def _j2date(jd: int) -> tuple[int, int, int]:
-    """The date of a Julian day, with PostgreSQL's unsigned 32-bit arithmetic."""
-    julian = (jd + 32044) & _UINT_MASK
-    quad = julian // 146097
-    extra = ((julian - quad * 146097) * 4 + 3) & _UINT_MASK
-    julian = (julian + 60 + quad * 3 + extra // 146097) & _UINT_MASK
-    quad = julian // 1461
-    julian -= quad * 1461
-    y = julian * 4 // 1461
-    julian = ((julian + 305) % 365 if y != 0 else (julian + 306) % 366) + 123
-    y += quad * 4
-    quad = julian * 2141 // 65536
-    return y - 4800, (quad + 10) % 12 + 1, julian - 7834 * quad // 256
 
 
 def _j2day(jd: int) -> int:
@@ -672,7 +634,7 @@ def _j2day(jd: int) -> int:
 
 
 def _isoweek2j(year: int, week: int) -> int:
-    day4 = _date2j(year, 1, 4)
+    day4 = date2j(year, 1, 4)
     day0 = _j2day(_wrap(day4 - 1))  # days since the Monday on or before 4 January
     return _wrap(_wrap((week - 1) * 7) + _wrap(day4 - day0))
 
@@ -745,7 +707,7 @@ def _apply_year(t: _Slots, tm: _Tm) -> None:
 
 
 def _set_from_julian(tm: _Tm, jd: int) -> None:
-    tm.year, tm.mon, tm.mday = _j2date(jd)
+    tm.year, tm.mon, tm.mday = j2date(jd)
     tm.has_year = tm.has_month = tm.has_day = True
 
 
@@ -870,7 +832,7 @@ def to_timestamp(text: str, fmt: str) -> datetime:
     offset = _offset_seconds(t, text)
     if not _valid_julian(tm):
         raise _timestamp_out_of_range()
-    days = _date2j(tm.year, tm.mon, tm.mday) - _POSTGRES_EPOCH_JDATE
+    days = date2j(tm.year, tm.mon, tm.mday) - _POSTGRES_EPOCH_JDATE
     seconds = (tm.hour * 60 + tm.minute) * 60 + tm.sec - offset
     micros = days * _USECS_PER_DAY + seconds * 1_000_000 + tm.fsec
     if not _MIN_TIMESTAMP <= micros < _END_TIMESTAMP:
@@ -886,11 +848,11 @@ def to_date(text: str, fmt: str) -> date:
     """PostgreSQL 15's to_date(text, text)."""
     tm, t = _broken_down(text, fmt)
     _offset_seconds(t, text)  # the offset is not used, but PostgreSQL still checks it
-    days = _date2j(tm.year, tm.mon, tm.mday) if _valid_julian(tm) else None
+    days = date2j(tm.year, tm.mon, tm.mday) if _valid_julian(tm) else None
     if days is None or not 0 <= days < _DATE_END_JULIAN:
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date out of range: "{text}"')
     # an impossible day (31 February of a year never checked) rolls over, as in PostgreSQL
-    year, month, day = _j2date(days)
+    year, month, day = j2date(days)
     if not 1 <= year <= 9999:
         raise _refuse_year()
     return date(year, month, day)
