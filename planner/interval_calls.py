@@ -19,7 +19,8 @@ from planner import pg_interval
 
 UDF_NAMES: dict[str, str] = {op: f"sparkwire_interval_{op}" for op in (
     "in", "plus", "minus", "date_plus", "date_minus", "add", "sub", "negate", "mul", "div", "span", "diff",
-    "age", "justify_hours", "justify_days", "justify_interval", "part", "date_part", "total", "mean", "make")}
+    "age", "justify_hours", "justify_days", "justify_interval", "part", "date_part", "total", "mean", "make",
+    "series")}
 
 # Spark types of the timestamp types (planner.types)
 _SPARK = {"timestamp without time zone": "timestamp_ntz", "timestamp with time zone": "timestamp"}

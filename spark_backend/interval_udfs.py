@@ -63,6 +63,7 @@ _OPERATIONS: dict[str, tuple[Callable[..., Any], str]] = {
     "total": (_over_group(pg_interval.total), "string"),
     "mean": (_over_group(pg_interval.mean), "string"),
     "make": (pg_interval.make_interval, "string"),
+    "series": (pg_interval.series, "array<string>"),
 }
 
 

@@ -4,8 +4,9 @@ SELECT of Spark's generator over an array of the values, `explode` for one colum
 
 generate_series gives PostgreSQL's rows where Spark's sequence would differ: none when
 the stop lies the other way from the start (sequence counts back), 22023 for a zero step,
-and numeric bounds and steps (sequence takes integers only) as start + i * step for
-i = 0 .. (stop - start) div step, exact.
+numeric bounds and steps (sequence takes integers only) as start + i * step for
+i = 0 .. (stop - start) div step, exact, and timestamps stepped by an interval as PostgreSQL
+steps them (planner.pg_interval.series: each row the last plus the step).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from planner import pg_functions
+from planner import interval_calls, pg_functions
 from planner.functions import Function
 from planner.sql import plan as p
 from planner.types import SqlType
@@ -27,6 +28,8 @@ _NUMERIC_SERIES = (
     "{var} -> cast({0} + {var} * {2} as {type})) "
     "else array() end")
 
+
+_TIMESTAMPS = ("timestamp without time zone", "timestamp with time zone")
 
 Filler = Callable[[str, list[exp.Expression]], exp.Expression]  # a template filled with arguments
 
@@ -65,6 +68,11 @@ def lockstep(funcs: tuple[p.TableFunction, ...], args: list[list[exp.Expression]
 def _values(f: Function, args: list[exp.Expression], element: SqlType, var: str, filled: Filler) -> exp.Expression:
     """The array of the function's values (rows)."""
     if f.name == "generate_series":
+        if element.base.name in _TIMESTAMPS:  # planner.pg_interval.series, as Spark's text
+            texts = exp.Anonymous(this=interval_calls.UDF_NAMES["series"], expressions=[
+                exp.Cast(this=args[0], to=exp.DataType.build("STRING")),
+                exp.Cast(this=args[1], to=exp.DataType.build("STRING")), args[2]])
+            return filled(f"transform({{0}}, {var} -> cast({var} as {element.spark}))", [texts])
         if element.base.name != "numeric":
             return pg_functions.series_values(*args)
         step = args[2] if len(args) > 2 else exp.Literal.number(1)

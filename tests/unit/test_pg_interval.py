@@ -196,3 +196,17 @@ def test_make_interval(kwargs, expected):
 ])
 def test_null_in_null_out(fn, args):
     assert fn(*args) is None
+
+
+def test_series_adds_the_step_to_the_last_row():
+    # PostgreSQL 15: generate_series('2024-01-31'::timestamp, '2024-06-01', '1 month')
+    assert iv.series("2024-01-31 00:00:00", "2024-06-01 00:00:00", "1 mon") == [
+        "2024-01-31 00:00:00", "2024-02-29 00:00:00", "2024-03-29 00:00:00", "2024-04-29 00:00:00",
+        "2024-05-29 00:00:00"]
+    assert iv.series("2024-03-01 00:00:00", "2024-02-29 00:00:00", "-12:00:00") == [
+        "2024-03-01 00:00:00", "2024-02-29 12:00:00", "2024-02-29 00:00:00"]
+    assert iv.series("2024-01-02 00:00:00", "2024-01-01 00:00:00", "1 day") == []
+    assert iv.series(None, "2024-01-01 00:00:00", "1 day") is None
+    with pytest.raises(SqlError) as err:  # a step of zero span, though not of zero fields
+        iv.series("2024-01-01 00:00:00", "2024-01-02 00:00:00", "1 mon -30 days")
+    assert (err.value.sqlstate, err.value.message) == ("22023", "step size cannot equal zero")
