@@ -130,6 +130,9 @@ FUNCTIONS: tuple[Function, ...] = (
     F(1396, "abs", "bigint", "bigint", "abs({0})"),
     F(2058, "age", "timestamp without time zone, timestamp without time zone", "interval", interval_calls.age()),
     F(1199, "age", "timestamp with time zone, timestamp with time zone", "interval", interval_calls.age()),
+    # age(x): from the current date's midnight (the transaction's), planner.sql.spark_sql
+    F(2059, "age", "timestamp without time zone", "interval", "rewrite"),
+    F(1386, "age", "timestamp with time zone", "interval", "rewrite"),
     F(1397, "abs", "integer", "integer", "abs({0})"),
     F(1398, "abs", "smallint", "smallint", "abs({0})"),
     F(1705, "abs", "numeric", "numeric", "abs({0})"),

@@ -443,6 +443,14 @@ class _Generator:
             case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name in ("extract", "date_part"):
                 compute = pg_extract.extract if f.name == "extract" else pg_extract.date_part
                 return compute(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))
+            case p.Call(func=f, args=(arg,)) if f.name == "age":
+                # age(x) is age(current_date, x): the transaction's date, at midnight
+                if self.session is None:
+                    raise p.NotYet("age of one argument is not covered by this front end here yet")
+                today = exp.Cast(this=SESSION_FUNCTIONS["now"](self.session), to=exp.DataType.build("DATE"))
+                return exp.Anonymous(this=interval_calls.UDF_NAMES["age"], expressions=[
+                    exp.Cast(this=today, to=exp.DataType.build("STRING")),
+                    exp.Cast(this=self.scalar(arg, cols), to=exp.DataType.build("STRING"))])
             case p.Call(func=f, args=(arg,)) if f.name == "scale":
                 # the display scale where PostgreSQL's rules fix it for every value; else
                 # the digits the value shows (a stored unconstrained numeric has lost its
