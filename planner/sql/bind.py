@@ -278,11 +278,9 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
             alias = n.get("alias")
             if alias is None:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
-            saved, self._levels = self._levels, []  # not LATERAL: outer levels are not visible
-            try:
-                rel = self._select(n["subquery"]["SelectStmt"])
-            finally:
-                self._levels = saved
+            # Not LATERAL: the FROM items beside it are not visible (this query's level is not
+            # on the stack while its FROM is bound), the queries around this one are.
+            rel = self._select(n["subquery"]["SelectStmt"])
             return rel, _item_scope(alias["aliasname"], p.columns(rel), alias.get("colnames"))
         if kind == "RangeFunction":
             return self._range_function(n)  # planner.sql.bind_table_functions

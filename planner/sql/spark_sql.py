@@ -31,7 +31,7 @@ from planner import (
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import ORDERED_SET, Kind, Semantics
-from planner.sql import numeric_scale, spark_aggregates, spark_table_functions
+from planner.sql import hoist, numeric_scale, spark_aggregates, spark_table_functions
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.translate import SESSION_FUNCTIONS, SessionContext
@@ -57,7 +57,7 @@ def to_spark_query(rel: p.Rel, table_name: TableName, output_types: list[SqlType
     """`to_spark`'s query as a sqlglot tree (Spark dialect), for planners that reshape it:
     the SUBSCRIBE dataflow (planner.dataflow) derives its delta queries from it. `session`
     gives the values of now(), version() and the like (without it they are not covered)."""
-    query = _Generator(table_name, param_values, session).query(rel)
+    query = _Generator(table_name, param_values, session).query(hoist.lifted(rel))
     if output_types is not None:
         query = _cast_outputs(query, output_types)
     return query
