@@ -562,9 +562,9 @@ FUNCTIONS: tuple[Function, ...] = (
     A(3538, "string_agg", "text, text", "text", "listagg({0}, ',')"),
     F(868, "strpos", "text, text", "integer", "locate({1}, {0})"),
     F(877, "substr", "text, integer, integer", "text", "rewrite"),
-    F(883, "substr", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
+    F(883, "substr", "text, integer", "text", "substring({0}, if({1} < 1, 1, {1}))"),
     F(936, "substring", "text, integer, integer", "text", "rewrite"),
-    F(937, "substring", "text, integer", "text", "substring({0}, greatest({1}, 1))"),
+    F(937, "substring", "text, integer", "text", "substring({0}, if({1} < 1, 1, {1}))"),
     A(2113, "sum", "interval", "interval", "rewrite"),
     A(2107, "sum", "bigint", "numeric", "sum(cast({0} as decimal(38, 0)))"),  # widened: no overflow
     A(2108, "sum", "integer", "bigint", "sum({0})"),

@@ -112,29 +112,43 @@ def _right(node: exp.Right) -> exp.Expression:
 
 
 def _substring(node: exp.Substring) -> exp.Expression:
-    """substr(s, start[, count]): PostgreSQL counts from position `start` even when it is 0
-    or negative (those positions are before the string), where Spark counts from the end."""
+    """substr(s, start[, count]) as sqlglot reads it (see positions)."""
     s, start, count = node.this, node.args.get("start"), node.args.get("length")
     if start is None:
         return node
-    first = _fn("greatest", start, exp.Literal.number(1))
+    out = positions(s, start, count)
+    out.meta["pg_substring"] = True  # a text start is a pattern: `typed` tells (_text_substring)
+    return out
+
+
+def positions(s: exp.Expression, start: exp.Expression, count: exp.Expression | None) -> exp.Expression:
+    """substr(s, start[, count]): PostgreSQL counts from position `start` even when it is 0
+    or negative (those positions are before the string), where Spark counts from the end;
+    22011 for a negative count."""
+    first = _at_least(start, 1)
     if count is None:
         out = _fn("substring", s, first)
     else:
         # Characters in [start, start + count) that fall at position 1 or after.
-        taken = _fn("greatest", exp.Sub(this=exp.Add(this=start.copy(), expression=count.copy()),
-                                        expression=first.copy()), exp.Literal.number(0))
+        taken = _at_least(exp.Sub(this=exp.Add(this=start.copy(), expression=count.copy()),
+                                  expression=first.copy()), 0)
         out = _guarded(_fn("substring", s, first, taken),
                        [(_lt(count, 0), "22011", "negative substring length not allowed")])
-    out.meta["pg_substring"] = True  # a text start is a pattern: `typed` tells (_text_substring)
     return out
+
+
+def _at_least(value: exp.Expression, floor: int) -> exp.Expression:
+    """`value`, or `floor` when it is below: NULL stays NULL (Spark's greatest skips NULLs,
+    which made substr('hello', NULL) the whole string)."""
+    return exp.If(this=exp.LT(this=value.copy(), expression=exp.Literal.number(floor)),
+                  true=exp.Literal.number(floor), false=value.copy())
 
 
 def _text_substring(node: exp.Expression) -> exp.Expression | None:
     """substring(s FROM pattern [FOR escape]) that `_substring` took for positions, once the
     types show a text start: the pattern forms (planner.pg_regex); None if it is positions."""
     call = node if isinstance(node, exp.Anonymous) else node.args["default"]
-    s, start = call.expressions[0], call.expressions[1].expressions[0]
+    s, start = call.expressions[0], call.expressions[1].args["false"]  # positions' _at_least(start, 1)
     if not _is(start, _T.TEXT, _T.VARCHAR, _T.CHAR):
         return None
     args = [s, start] if call is node else [s, start, node.args["ifs"][0].this.this]

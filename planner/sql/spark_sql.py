@@ -443,6 +443,10 @@ class _Generator:
             case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name in ("extract", "date_part"):
                 compute = pg_extract.extract if f.name == "extract" else pg_extract.date_part
                 return compute(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))
+            case p.Call(func=f, args=(text, start, count)) if f.name in ("substr", "substring") \
+                    and f.args[1] == "integer":
+                return pg_functions.positions(self.scalar(text, cols), self.scalar(start, cols),
+                                              self.scalar(count, cols))
             case p.Call(func=f, args=(arg,)) if f.name == "age":
                 # age(x) is age(current_date, x): the transaction's date, at midnight
                 if self.session is None:
