@@ -44,21 +44,27 @@ def lifted(rel: p.Rel) -> p.Rel:
     return rel
 
 
-def _map_children(rel: p.Rel, fn) -> p.Rel:
-    """`rel` with `fn` applied to its child relations and to the plans of its subqueries."""
+def _rebuilt(rel: p.Rel, on_rel, on_expr) -> p.Rel:
+    """`rel` with `on_rel` applied to its child relations and `on_expr` (a function for
+    p.transform) to the expressions of its other fields."""
     changes = {}
     for f in fields(rel):
         value = getattr(rel, f.name)
         if isinstance(value, p.Rel.__args__):  # type: ignore[attr-defined]
-            new = fn(value)
+            new = on_rel(value)
         elif isinstance(value, tuple) or (is_dataclass(value) and not isinstance(value, type)):
-            new = _each(value, lambda e: replace(e, rel=fn(e.rel), lhs=tuple(
-                _in_subqueries(x, fn) for x in e.lhs)) if isinstance(e, p.Subquery) else None)
+            new = _each(value, on_expr)
         else:
             continue
         if new != value:
             changes[f.name] = new
     return replace(rel, **changes) if changes else rel
+
+
+def _map_children(rel: p.Rel, fn) -> p.Rel:
+    """`rel` with `fn` applied to its child relations and to the plans of its subqueries."""
+    return _rebuilt(rel, fn, lambda e: replace(e, rel=fn(e.rel), lhs=tuple(_in_subqueries(x, fn) for x in e.lhs))
+                    if isinstance(e, p.Subquery) else None)
 
 
 def _each(value: Any, fn) -> Any:
@@ -99,18 +105,7 @@ def _replace_own_level(rel: p.Rel, found: list[p.Subquery]) -> p.Rel:
         return None
 
     def walk(r: p.Rel) -> p.Rel:
-        changes = {}
-        for f in fields(r):
-            value = getattr(r, f.name)
-            if isinstance(value, p.Rel.__args__):  # type: ignore[attr-defined]
-                new = walk(value)
-            elif isinstance(value, tuple) or (is_dataclass(value) and not isinstance(value, type)):
-                new = _each(value, inner)
-            else:
-                continue
-            if new != value:
-                changes[f.name] = new
-        return replace(r, **changes) if changes else r
+        return _rebuilt(r, walk, inner)
 
     return walk(rel)
 
@@ -149,18 +144,7 @@ def _shifted(rel: p.Rel, beyond: int, by: int) -> p.Rel:
         return p.transform(e, fn)
 
     def rels(r: p.Rel, depth: int) -> p.Rel:
-        changes = {}
-        for f in fields(r):
-            value = getattr(r, f.name)
-            if isinstance(value, p.Rel.__args__):  # type: ignore[attr-defined]
-                new = rels(value, depth)
-            elif isinstance(value, tuple) or (is_dataclass(value) and not isinstance(value, type)):
-                new = _each(value, lambda x, d=depth: expr(x, d))
-            else:
-                continue
-            if new != value:
-                changes[f.name] = new
-        return replace(r, **changes) if changes else r
+        return _rebuilt(r, lambda child: rels(child, depth), lambda x: expr(x, depth))
 
     return rels(rel, 0)
 
@@ -169,18 +153,7 @@ def _renumbered(e: p.Expr, width: int) -> p.Expr:
     """The placeholders `ColRef(1, -k)` inside `e`'s subqueries as the k-th lifted column,
     past the operator's `width` input columns."""
     def in_rel(r: p.Rel, depth: int) -> p.Rel:
-        changes = {}
-        for f in fields(r):
-            value = getattr(r, f.name)
-            if isinstance(value, p.Rel.__args__):  # type: ignore[attr-defined]
-                new = in_rel(value, depth)
-            elif isinstance(value, tuple) or (is_dataclass(value) and not isinstance(value, type)):
-                new = _each(value, lambda x, d=depth: in_expr(x, d))
-            else:
-                continue
-            if new != value:
-                changes[f.name] = new
-        return replace(r, **changes) if changes else r
+        return _rebuilt(r, lambda child: in_rel(child, depth), lambda x: in_expr(x, depth))
 
     def in_expr(x: Any, depth: int) -> Any:
         def fn(y: Any) -> Any:
