@@ -477,23 +477,22 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
                 index = _output_index(node, names_)
             if index is None:
                 expr = self.expr(node)
-                found = [e for e in exprs + hidden if e == expr]
-                if not found:
+                if expr not in exprs + hidden:
                     hidden.append(expr)
                 index = (exprs + hidden).index(expr)
             on.append((index, _location(node)))
         indices = [i for i, _ in on]
-        skipped = False
-        for key in order:
-            if key.index not in indices:
-                skipped = True
-            elif skipped:
-                raise SqlError(INVALID_COLUMN_REFERENCE, "SELECT DISTINCT ON expressions must match initial ORDER BY "
-                                                         "expressions", position=on[indices.index(key.index)][1])
-        if skipped and any(i not in {k.index for k in order} for i in indices):
-            at = next(where for i, where in on if i not in {k.index for k in order})
+        sorted_on = [k.index for k in order]
+        # ORDER BY's items up to the first that is not a DISTINCT ON item; every DISTINCT ON
+        # item ORDER BY has must be among them, and, when ORDER BY has another item, all of them
+        leading = next((j for j, i in enumerate(sorted_on) if i not in indices), len(sorted_on))
+        where_of = dict(reversed(on))  # an item's first place in DISTINCT ON
+        misplaced = [where_of[i] for i in sorted_on[leading:] if i in indices]  # PostgreSQL's order of checks
+        if leading < len(sorted_on):
+            misplaced += [where for i, where in on if i not in sorted_on]
+        if misplaced:
             raise SqlError(INVALID_COLUMN_REFERENCE, "SELECT DISTINCT ON expressions must match initial ORDER BY "
-                                                     "expressions", position=at)
+                                                     "expressions", position=misplaced[0])
         return indices
 
     def _first_of_each(self, rel: p.Rel, width: int, on: list[int], order: list[p.SortKey]) -> p.Rel:
@@ -781,7 +780,7 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
             raise SqlError("42883", f"function {name}({', '.join(shown)}) does not exist", position=where,
                            hint="No function matches the given name and argument types. "
                                 "You might need to add explicit type casts.")
-        return [positional[i] if i < len(positional) else named.get(pname) or _constant(default)
+        return [positional[i] if i < len(positional) else named[pname] if pname in named else _constant(default)
                 for i, (pname, default) in enumerate(params)]
 
     def _table_function_call(self, n: dict, scope: Scope | None) -> tuple[functions.Function, tuple[p.Expr, ...],

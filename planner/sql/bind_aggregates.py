@@ -65,15 +65,9 @@ class AggregateBinding:
             args = given + [self.expr(x) for x in within or ()]
             sorts = [] if within is not None else [item["SortBy"] for item in n.get("agg_order") or ()]
             keys = [(self.expr(s["node"]), sort_key(0, s), _location(s["node"])) for s in sorts]
-            condition = None
-            if n.get("agg_filter") is not None:
-                level.agg_context = "FILTER"
-                try:
-                    condition = self._condition(n["agg_filter"], "FILTER")
-                finally:
-                    level.agg_context = ""
         finally:
             level.aggregates = collected
+        condition = self._filter_condition(n)
         if name == "jsonb_agg" and len(args) == 1 and args[0].type == coerce.UNKNOWN:
             raise SqlError("42804", "could not determine polymorphic type because input has type unknown",
                            position=where)
@@ -96,6 +90,19 @@ class AggregateBinding:
             raise p.NotYet("an aggregate of an outer query's columns is not supported yet", position=where)
         level.aggregates.append(p.AggCall(func, bound, distinct, result, condition, order))
         return AggSlot(len(level.aggregates) - 1, result)
+
+    def _filter_condition(self, n: dict) -> p.Expr | None:
+        """FILTER (WHERE c) of an aggregate call, plain or over a window: a boolean (42804),
+        bound where aggregates and window functions are not allowed ("… not allowed in
+        FILTER")."""
+        if n.get("agg_filter") is None:
+            return None
+        level = self._levels[-1]
+        saved, level.aggregates, level.agg_context = level.aggregates, None, "FILTER"
+        try:
+            return self._condition(n["agg_filter"], "FILTER")
+        finally:
+            level.aggregates, level.agg_context = saved, ""
 
     def _within_group(self, n: dict, name: str, known: bool, where: int | None) -> list[Node] | None:
         """An ordered-set aggregate's WITHIN GROUP (ORDER BY x): [x], which its signature takes

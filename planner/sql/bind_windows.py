@@ -68,7 +68,7 @@ class WindowBinding:
     """The window functions of `planner.sql.bind.Binder`."""
 
     expr: Any  # Binder.expr: a parse node → a bound expression
-    _condition: Any  # Binder._condition: a parse node and its clause → a boolean expression
+    _filter_condition: Any  # Binder._filter_condition (planner.sql.bind_aggregates): FILTER's condition
     _levels: list[Any]  # Binder._levels: each with .aggregates, .agg_context and .windows
 
     def _window_call(self, n: dict, name: str, schema: str | None, where: int | None) -> p.Expr:
@@ -97,16 +97,10 @@ class WindowBinding:
             raise SqlError(WRONG_OBJECT_TYPE, f"OVER specified, but {name} is not a window function nor an "
                                               "aggregate function", position=where)
         func, bound, result = resolved_call(name, overloads, args, where)
-        condition = None
-        if n.get("agg_filter") is not None:
-            if func.kind is not Kind.AGGREGATE:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "FILTER is not implemented for non-aggregate window "
-                                                      "functions", position=where)
-            saved, level.aggregates, level.agg_context = level.aggregates, None, "FILTER"
-            try:
-                condition = self._condition(n["agg_filter"], "FILTER")
-            finally:
-                level.aggregates, level.agg_context = saved, ""
+        if n.get("agg_filter") is not None and func.kind is not Kind.AGGREGATE:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "FILTER is not implemented for non-aggregate window functions",
+                           position=where)
+        condition = self._filter_condition(n)  # planner.sql.bind_aggregates
         partition = tuple(self.expr(x) for x in over.get("partitionClause") or ())
         order = []
         for item in over.get("orderClause") or ():

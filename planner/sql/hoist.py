@@ -63,8 +63,7 @@ def _rebuilt(rel: p.Rel, on_rel, on_expr) -> p.Rel:
 
 def _map_children(rel: p.Rel, fn) -> p.Rel:
     """`rel` with `fn` applied to its child relations and to the plans of its subqueries."""
-    return _rebuilt(rel, fn, lambda e: replace(e, rel=fn(e.rel), lhs=tuple(_in_subqueries(x, fn) for x in e.lhs))
-                    if isinstance(e, p.Subquery) else None)
+    return _rebuilt(rel, fn, lambda e: _subquery_mapped(e, fn))
 
 
 def _each(value: Any, fn) -> Any:
@@ -77,9 +76,12 @@ def _each(value: Any, fn) -> Any:
     return value
 
 
-def _in_subqueries(e: Any, fn) -> Any:
-    return p.transform(e, lambda x: replace(x, rel=fn(x.rel), lhs=tuple(_in_subqueries(y, fn) for y in x.lhs))
-                       if isinstance(x, p.Subquery) else None)
+def _subquery_mapped(e: Any, fn) -> Any:
+    """A subquery with `fn` applied to its plan and to those of the subqueries in its left
+    operands (None for another node: p.transform goes on into it)."""
+    if not isinstance(e, p.Subquery):
+        return None
+    return replace(e, rel=fn(e.rel), lhs=tuple(p.transform(x, lambda y: _subquery_mapped(y, fn)) for x in e.lhs))
 
 
 def _lift_in(e: p.Expr, found: list[p.Subquery]) -> p.Expr:

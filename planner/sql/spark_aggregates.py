@@ -92,13 +92,6 @@ def _comparison(keys: Sequence[Key], names: Sequence[str]) -> exp.Expression:
         left, right = exp.column(name, table="sw_l"), exp.column(name, table="sw_r")
         before, after = (1, -1) if key.descending else (-1, 1)
         null_side = -1 if key.nulls_first else 1
-
-        def number(n: int) -> exp.Expression:
-            return exp.Literal.number(n) if n >= 0 else exp.Neg(this=exp.Literal.number(-n))
-
-        def null(e: exp.Expression) -> exp.Expression:
-            return exp.Is(this=e.copy(), expression=exp.Null())
-
         body = exp.Case(ifs=[
             exp.If(this=exp.and_(null(left), exp.Not(this=null(right))), true=number(null_side)),
             exp.If(this=exp.and_(null(right), exp.Not(this=null(left))), true=number(-null_side)),
@@ -106,6 +99,14 @@ def _comparison(keys: Sequence[Key], names: Sequence[str]) -> exp.Expression:
             exp.If(this=exp.GT(this=left.copy(), expression=right.copy()), true=number(after)),
         ], default=body)
     return body
+
+
+def number(n: int) -> exp.Expression:
+    return exp.Literal.number(n) if n >= 0 else exp.Neg(this=exp.Literal.number(-n))
+
+
+def null(e: exp.Expression) -> exp.Expression:
+    return exp.Is(this=e.copy(), expression=exp.Null())
 
 
 def array_agg(rows: exp.Expression) -> exp.Expression:
