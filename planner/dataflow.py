@@ -10,7 +10,9 @@ change. Anything else is *recomputed* at each timestamp and diffed against the
 previous result, which EXPLAIN SUBSCRIBE reports. Common table expressions are
 inlined first (a CTE is a view of one query), so they do not force a recompute.
 
-Everything here is pure: sqlglot trees in, Spark SQL text out.
+Everything here is pure: sqlglot trees in, Spark SQL text out. This plans the older
+(sqlglot) path's queries; the front end of our own plans from its operator tree with the
+same rules and plans (planner.sql.delta).
 """
 
 from __future__ import annotations

@@ -12,10 +12,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlglot import exp
-
 from planner import pg_parse
-from planner.sql import bind, coerce, dml, numeric_scale, spark_sql, value_scale
+from planner.sql import bind, coerce, delta, dml, numeric_scale, spark_sql, value_scale
 from planner.sql import plan as p
 from planner.translate import SessionContext, TableSource
 from planner.types import SqlType
@@ -31,8 +29,9 @@ class BoundQuery:
     views: dict[str, tuple[str, Item]]  # what the coordinator registers before running it
     names: list[str]
     types: list[SqlType]
-    tree: exp.Query  # spark_sql as a sqlglot tree, for SUBSCRIBE's dataflow planner
     reads: dict[str, str]  # every catalog item the query names, views too: id → name
+    rel: p.Rel  # the operator tree spark_sql was generated from, for SUBSCRIBE's dataflow
+    render: delta.Renderer  # how it and the dataflow's queries become Spark SQL
 
 
 class _Relations:
@@ -156,4 +155,5 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
         log.debug("older path: %s: %s", why, text[:200])
         return None
     reads = {item.id: item.name for _, item in bound.seen if item is not None}
-    return BoundQuery(tree.sql(dialect="spark"), views, bound.names, types, tree, reads)
+    return BoundQuery(tree.sql(dialect="spark"), views, bound.names, types, reads, rel,
+                      delta.Renderer(spark_name, session))

@@ -39,6 +39,7 @@ from sqlglot import exp
 
 from planner.dataflow import DataflowPlan, plan_dataflow
 from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, UNDEFINED_TABLE, SqlError
+from planner.sql import delta
 from planner.subscribe_syntax import Subscribe
 from planner.translate import SessionContext, resolve_tree
 from planner.types import SqlType
@@ -135,7 +136,7 @@ class Subscription:
 
     def _plan_bound(self) -> bool:
         """Plan through the front end of our own: the query as SELECT plans it, with the same
-        columns, types and values, the dataflow chosen from the Spark query it generates.
+        columns, types and values, the dataflow chosen from its operator tree (planner.sql.delta).
         False where the front end does not cover the query.
 
         A numeric result whose scale PostgreSQL picks value by value (a division, an avg:
@@ -153,13 +154,16 @@ class Subscription:
             except SqlError as err:
                 raise _materialize_wording(err) from None
 
+        def dataflow_of(b: bound_query.BoundQuery) -> DataflowPlan:
+            return delta.plan_dataflow(b.rel, b.types, b.spark_sql, b.render)
+
         exact = bound(True)
         if exact is None:
             return False
-        chosen, dataflow = exact, plan_dataflow(exact.tree)
+        chosen, dataflow = exact, dataflow_of(exact)
         if dataflow.strategy == "recompute" and any(t.per_value_scale for t in exact.types):
             plain = bound(False)
-            grouped = plan_dataflow(plain.tree) if plain is not None else None
+            grouped = dataflow_of(plain) if plain is not None else None
             if grouped is not None and grouped.strategy == "aggregate":
                 chosen, dataflow = plain, grouped
         self._planned(chosen.views, chosen.reads, dataflow)

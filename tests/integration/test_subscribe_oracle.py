@@ -78,6 +78,12 @@ QUERIES = {
                   "FROM {a} GROUP BY g"), "aggregate"),
     "float_key": ("SELECT f, count(*) AS c, sum(k) AS sk, min(n) AS mn FROM {a} GROUP BY f", "aggregate"),
     "join": ("SELECT {a}.k, {a}.g, {c}.w, {a}.n FROM {a} JOIN {c} ON {a}.f = {c}.f", "join"),
+    # a comma join keyed by its WHERE, one side filtered before the join; FILTER and a bigint
+    # sum (partials summed as decimals) under the aggregate strategy
+    "join_where": (("SELECT {a}.k, {c}.w, {a}.i FROM {a}, {c} WHERE {a}.k = {c}.k AND {c}.w = 'p' "
+                   "AND {a}.n < {c}.f + 1"), "join"),
+    "aggregate_filter": (("SELECT b, count(*) FILTER (WHERE f > 0) AS pos, sum(i) AS si, "
+                         "min(g) FILTER (WHERE k > 1) AS mg FROM {a} GROUP BY b ORDER BY b"), "aggregate"),
     "recompute": ("SELECT DISTINCT g, b FROM {a}", "recompute"),
 }
 
