@@ -244,6 +244,7 @@ FUNCTIONS: tuple[Function, ...] = (
     F(2021, "date_part", "text, timestamp without time zone", "double precision", "extract(year from {1})"),
     F(1217, "date_trunc", "text, timestamp with time zone", "timestamp with time zone", "date_trunc('day', {1})"),
     F(2020, "date_trunc", "text, timestamp without time zone", "timestamp without time zone", "cast(date_trunc('day', {1}) as timestamp_ntz)"),
+    F(1218, "date_trunc", "text, interval", "interval", interval_calls.call("trunc", "{0}", "{1}")),
     F(1608, "degrees", "double precision", "double precision", "sparkwire_float8_degrees({0})"),
     W(3102, "dense_rank", "", "bigint", "dense_rank()"),
     F(1973, "div", "numeric, numeric", "numeric", "cast({0} div {1} as decimal(38, 10))"),

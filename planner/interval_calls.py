@@ -20,7 +20,7 @@ from planner import pg_interval
 UDF_NAMES: dict[str, str] = {op: f"sparkwire_interval_{op}" for op in (
     "in", "plus", "minus", "date_plus", "date_minus", "add", "sub", "negate", "mul", "div", "span", "diff",
     "age", "justify_hours", "justify_days", "justify_interval", "part", "date_part", "total", "mean", "make",
-    "series")}
+    "series", "time_plus", "time_minus", "time_diff", "trunc")}
 
 # Spark types of the timestamp types (planner.types)
 _SPARK = {"timestamp without time zone": "timestamp_ntz", "timestamp with time zone": "timestamp"}
@@ -47,6 +47,13 @@ def date_shifted(sign: str, date_first: bool = True) -> str:
     d, iv = (0, 1) if date_first else (1, 0)
     op = "date_plus" if sign == "+" else "date_minus"
     return f"cast({call(op, _text(d), f'{{{iv}}}')} as timestamp_ntz)"
+
+
+def time_shifted(sign: str, time_first: bool = True) -> str:
+    """time ± interval (or interval + time): a time, wrapped around midnight."""
+    t, iv = (0, 1) if time_first else (1, 0)
+    op = "time_plus" if sign == "+" else "time_minus"
+    return f"cast({call(op, _text(t), f'{{{iv}}}')} as time(6))"
 
 
 def compared(op: str) -> str:

@@ -469,6 +469,13 @@ def typed(tree: exp.Expression) -> None:
                 text = _output_text(arg)
                 if text is not None:
                     arg.replace(text)
+        elif isinstance(node, exp.TimestampTrunc) and (_is(node.this, _T.INTERVAL) or isinstance(node.this, exp.Column)
+                                                       and _is(node.this, _T.TEXT, _T.VARCHAR)):
+            # an interval (kept as text) is truncated by the front end's UDF (pg_interval.trunc);
+            # Spark's date_trunc would read the text as a timestamp
+            raise SqlError(FEATURE_NOT_SUPPORTED, "date_trunc of an interval is not supported in a query with "
+                                                  "WITH RECURSIVE, LATERAL, a set-returning function or a system "
+                                                  "catalog")
         elif isinstance(node, exp.TimestampTrunc) and _is(node.this, _T.TIMESTAMPNTZ):
             # Spark's DATE_TRUNC gives a TIMESTAMP (with time zone) even for one without.
             node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ")))

@@ -196,6 +196,49 @@ def date_minus(d: str, iv: str) -> str:
     return _shift(_parse_ts(d, "date"), iv, -1)
 
 
+# ---- time +/- interval, time - time -------------------------------------------------------
+
+_TIME_RE = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?", re.ASCII)
+
+
+def _parse_time(s: str) -> int:
+    """Spark's text of a TIME(6) (trailing zeros of the fraction dropped) as microseconds."""
+    m = _TIME_RE.fullmatch(s.strip())
+    if m is None:
+        raise SqlError("22007", f'invalid input syntax for type time: "{s}"')
+    h, mi, sec, frac = m.groups()
+    return ((int(h) * 60 + int(mi)) * 60 + int(sec)) * US_PER_SEC + int((frac or "").ljust(6, "0"))
+
+
+def _format_time(us: int) -> str:
+    secs, frac = divmod(us, US_PER_SEC)
+    text = f"{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+    return f"{text}.{frac:06d}".rstrip("0") if frac else text  # time_out's trailing zeros dropped
+
+
+def _time_shift(t: str, iv: str, sign: int) -> str:
+    # time_pl_interval / time_mi_interval: only the interval's time counts, and the result
+    # wraps around midnight (C's remainder made non-negative is Python's modulo).
+    return _format_time(_wrap(_parse_time(t) + sign * _read(iv)[2], 64) % US_PER_DAY)
+
+
+@_strict
+def time_plus(t: str, iv: str) -> str:
+    """time + interval (and interval + time): the interval's days and months do not count."""
+    return _time_shift(t, iv, 1)
+
+
+@_strict
+def time_minus(t: str, iv: str) -> str:
+    return _time_shift(t, iv, -1)
+
+
+@_strict
+def time_diff(t1: str, t2: str) -> str:
+    """time - time: an interval of the difference's time alone (time_mi_time)."""
+    return _text((0, 0, _parse_time(t1) - _parse_time(t2)))
+
+
 # ---- interval +/- interval, unary minus ---------------------------------------------------
 
 def _combine(x: Interval, y: Interval, sign: int) -> Interval:
@@ -390,6 +433,43 @@ def _unit(field: str) -> str:
     if unit not in _INTERVAL_FIELDS:
         raise SqlError("0A000", f'unit "{low}" not supported for type interval')
     return unit
+
+
+# interval_trunc's units, largest first: truncating to one also truncates every smaller one
+# down to the second (its switch falls through); milliseconds and microseconds stand alone.
+_TRUNCATED = ("millennium", "century", "decade", "year", "quarter", "month", "day", "hour", "minute", "second")
+
+
+@_strict
+def trunc(field: str, a: str) -> str:
+    """date_trunc(field, interval): the fields below `field` zeroed, each field as
+    interval2itm gives it (C's truncating division, so each keeps its part's sign)."""
+    low = "".join(c.lower() if "A" <= c <= "Z" else c for c in field)
+    low = low.encode("utf-8")[:63].decode("utf-8", errors="ignore")
+    unit = _UNITS.get(low[:10])  # DecodeUnits: the interval words only (not epoch)
+    if unit is None:
+        raise SqlError("22023", f'unit "{low}" not recognized for type interval')
+    if unit not in (*_TRUNCATED, "milliseconds", "microseconds"):
+        raise SqlError("0A000", f'unit "{low}" not supported for type interval')
+    months, days, micros = _read(a)
+    year, mon = _ctrunc(months, 12)
+    hour, rest = _ctrunc(micros, 3600 * US_PER_SEC)
+    minute, rest = _ctrunc(rest, 60 * US_PER_SEC)
+    sec, usec = _ctrunc(rest, US_PER_SEC)
+    if unit == "milliseconds":
+        usec = _ctrunc(usec, 1000)[0] * 1000
+    elif unit != "microseconds":
+        steps = _TRUNCATED[_TRUNCATED.index(unit):]
+        for size, name in ((1000, "millennium"), (100, "century"), (10, "decade")):
+            if name in steps:
+                year = _ctrunc(year, size)[0] * size
+        mon = 0 if "year" in steps else _ctrunc(mon, 3)[0] * 3 if "quarter" in steps else mon
+        days = 0 if "month" in steps else days
+        hour = 0 if "day" in steps else hour
+        minute = 0 if "hour" in steps else minute
+        sec = 0 if "minute" in steps else sec
+        usec = 0
+    return _text((year * 12 + mon, days, ((hour * 60 + minute) * 60 + sec) * US_PER_SEC + usec))
 
 
 def _epoch(months: int, days: int, micros: int, numeric: bool) -> Decimal | float:

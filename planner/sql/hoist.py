@@ -1,4 +1,5 @@
-"""Subqueries that refer to a query two levels out, lifted one level so that Spark can run them.
+"""Subqueries that refer to a query two or more levels out, made to refer one level out only,
+so that Spark can run them: lifted, or given the outer values as columns.
 
 Spark resolves an outer reference in the enclosing query only. A subquery S inside a
 subquery M that names columns of the query around M, and none of M's own, has one value per
@@ -7,11 +8,20 @@ row of that outer query: it is computed there, as a column beside the outer oper
 outer reference. Only EXISTS and scalar subqueries that cannot give two rows, found among the
 expressions of M's own query level, are lifted (another scalar subquery, computed for outer
 rows M would not have run it for, could raise 21000 where PostgreSQL does not; an `x IN
-(subquery)` compares a value of M's rows); what is not lifted stays the 0A000 it was. Pure: operator trees in and out.
+(subquery)` compares a value of M's rows).
+
+What is not lifted is *forwarded*: the operator of M's query whose expression holds S (a
+WHERE or a select list) reads, beside its input's columns, the outer values S names, as
+columns computed by a Map below it (`SELECT b, s1.a FROM s2`: a reference one level out,
+which Spark resolves in a derived table of a subquery); S then names those columns of its
+own enclosing query. Applied from the innermost subqueries out, a reference k levels out
+moves one level per query it crosses. A reference elsewhere (a join's ON, an aggregate's
+argument) stays the 0A000 it was. Pure: operator trees in and out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
@@ -42,6 +52,96 @@ def lifted(rel: p.Rel) -> p.Rel:
             outputs = tuple(range(width)) + tuple(range(width + len(found), width + len(found) + len(exprs)))
             return p.Project(top, outputs, tuple(c.name for c in p.columns(inner)) + names)
     return rel
+
+
+def forwarded(rel: p.Rel) -> p.Rel:
+    """`rel` with every subquery in a Filter's or a Map's expressions (or an aggregate's input,
+    computed by a Map below it) naming columns one level out at most; the outer values it named
+    further out are columns of the operator's input."""
+    # innermost first: what they forward, this level passes on
+    return _forwarded_here(_map_children(rel, forwarded))
+
+
+def _forwarded_here(rel: p.Rel) -> p.Rel:
+    match rel:
+        case p.Reduce():
+            below = inputs_below(rel)
+            return rel if below is rel else replace(below, input=_forwarded_here(below.input))
+        case p.Filter(input=inner, predicate=pred):
+            width = len(p.columns(inner))
+            slots: dict[tuple[int, int], p.ColRef] = {}
+            new = _forward_in(pred, width, slots)
+            if not slots:
+                return rel
+            below = _forwarding_map(inner, slots)
+            return p.Project(p.Filter(below, new), tuple(range(width)), tuple(c.name for c in p.columns(inner)))
+        case p.Map(input=inner, exprs=exprs, names=names):
+            width = len(p.columns(inner))
+            slots = {}
+            news = tuple(_forward_in(e, width, slots) for e in exprs)
+            if not slots:
+                return rel
+            outputs = tuple(range(width)) + tuple(range(width + len(slots), width + len(slots) + len(exprs)))
+            return p.Project(p.Map(_forwarding_map(inner, slots), news, names), outputs,
+                             tuple(c.name for c in p.columns(inner)) + names)
+    return rel
+
+
+def inputs_below(r: p.Reduce) -> p.Reduce:
+    """The Reduce with each aggregate input (argument, FILTER, ORDER BY key) that holds a
+    subquery or an outer query's column computed below it, by a Map. Spark refuses a
+    subquery inside a higher-order function (the collecting aggregates' transform and
+    array_sort) and an aggregate over an expression mixing outer and local columns (its
+    "correlated predicate that has both outer and local references")."""
+    base = len(p.columns(r.input))
+    lifted: list[p.Expr] = []
+
+    def lift(e: p.Expr) -> p.Expr:
+        if not (p.contains(e, p.Subquery) or p.refers_outward(e, 1)):
+            return e
+        if e not in lifted:
+            lifted.append(e)
+        return p.ColRef(0, base + lifted.index(e), e.type)
+
+    aggregates = tuple(a if a.func.oid == 0 else  # grouping(): its arguments are keys
+                       replace(a, args=tuple(lift(x) for x in a.args),
+                               filter=lift(a.filter) if a.filter is not None else None,
+                               order=tuple(replace(k, expr=lift(k.expr)) for k in a.order))
+                       for a in r.aggregates)
+    if not lifted:
+        return r
+    names = tuple(f"?input{i}" for i in range(len(lifted)))
+    return replace(r, input=p.Map(r.input, tuple(lifted), names), aggregates=aggregates)
+
+
+def _forwarding_map(inner: p.Rel, slots: dict[tuple[int, int], p.ColRef]) -> p.Map:
+    """`inner`'s columns, then the outer values in `slots` (in slot order)."""
+    refs = tuple(p.ColRef(level, index, ref.type) for (level, index), ref in slots.items())
+    return p.Map(inner, refs, tuple(f"?outer{i}" for i in range(len(refs))))
+
+
+def _forward_in(e: p.Expr, width: int, slots: dict[tuple[int, int], p.ColRef]) -> p.Expr:
+    """`e` (an operator's expression over `width` input columns) with each reference inside
+    its subqueries to a column two or more levels out of the subquery — (level, index) as
+    the operator sees it — replaced by a reference to input column `width + slot`."""
+    def outer(x: Any) -> Any:
+        if not isinstance(x, p.Subquery):
+            return None
+        return replace(x, rel=_redirected(x.rel, width, slots), lhs=tuple(_forward_in(y, width, slots) for y in x.lhs))
+    return p.transform(e, outer)
+
+
+def _redirected(rel: p.Rel, width: int, slots: dict[tuple[int, int], p.ColRef]) -> p.Rel:
+    """A subquery's plan with its references past the operator holding it redirected to the
+    slots' columns of the operator's input (one level out of the subquery's root)."""
+    def redirect(x: p.ColRef, depth: int) -> p.ColRef | None:
+        if x.level - depth < 2:
+            return None
+        key = (x.level - depth - 1, x.index)  # as the operator holding the subquery sees it
+        slots.setdefault(key, x)
+        return p.ColRef(depth + 1, width + list(slots).index(key), x.type)
+
+    return _refs_mapped(rel, redirect)
 
 
 def _rebuilt(rel: p.Rel, on_rel, on_expr) -> p.Rel:
@@ -136,34 +236,29 @@ def _only_two_out(rel: p.Rel) -> bool:
 def _shifted(rel: p.Rel, beyond: int, by: int) -> p.Rel:
     """`rel` with its references to levels at or past `beyond` (counted from its root, one
     more inside each nested subquery) moved `by` levels."""
-    def expr(e: Any, depth: int) -> Any:
-        def fn(x: Any) -> Any:
-            if isinstance(x, p.ColRef) and x.level >= beyond + depth:
-                return replace(x, level=x.level + by)
-            if isinstance(x, p.Subquery):
-                return replace(x, rel=rels(x.rel, depth + 1), lhs=tuple(expr(y, depth) for y in x.lhs))
-            return None
-        return p.transform(e, fn)
-
-    def rels(r: p.Rel, depth: int) -> p.Rel:
-        return _rebuilt(r, lambda child: rels(child, depth), lambda x: expr(x, depth))
-
-    return rels(rel, 0)
+    return _refs_mapped(rel, lambda x, depth: replace(x, level=x.level + by) if x.level >= beyond + depth else None)
 
 
 def _renumbered(e: p.Expr, width: int) -> p.Expr:
     """The placeholders `ColRef(1, -k)` inside `e`'s subqueries as the k-th lifted column,
     past the operator's `width` input columns."""
-    def in_rel(r: p.Rel, depth: int) -> p.Rel:
-        return _rebuilt(r, lambda child: in_rel(child, depth), lambda x: in_expr(x, depth))
+    return _refs_mapped(e, lambda y, depth: replace(y, index=width - y.index - 1)
+                        if y.index < 0 and y.level == depth else None)
 
-    def in_expr(x: Any, depth: int) -> Any:
-        def fn(y: Any) -> Any:
-            if isinstance(y, p.ColRef) and y.index < 0 and y.level == depth:
-                return replace(y, index=width - y.index - 1)
-            if isinstance(y, p.Subquery):
-                return replace(y, rel=in_rel(y.rel, depth + 1), lhs=tuple(in_expr(z, depth) for z in y.lhs))
-            return None
-        return p.transform(x, fn)
 
-    return in_expr(e, 0)
+def _refs_mapped(value: Any, on_ref: Callable[[p.ColRef, int], p.Expr | None], depth: int = 0) -> Any:
+    """`value` (a plan or an expression) with `on_ref(ref, depth)` in place of each column
+    reference it gives a replacement for; `depth` counts the subqueries around the reference
+    inside `value`, so a reference's level minus its depth is the level it names as seen
+    from `value`'s root."""
+    def fn(x: Any) -> Any:
+        if isinstance(x, p.ColRef):
+            return on_ref(x, depth)
+        if isinstance(x, p.Subquery):
+            return replace(x, rel=_refs_mapped(x.rel, on_ref, depth + 1),
+                           lhs=tuple(_refs_mapped(y, on_ref, depth) for y in x.lhs))
+        return None
+
+    if isinstance(value, p.Rel.__args__):  # type: ignore[attr-defined]
+        return _rebuilt(value, lambda child: _refs_mapped(child, on_ref, depth), fn)
+    return p.transform(value, fn)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import replace
 from decimal import Decimal
 from functools import lru_cache, partial
 
@@ -57,7 +56,7 @@ def to_spark_query(rel: p.Rel, table_name: TableName, output_types: list[SqlType
     """`to_spark`'s query as a sqlglot tree (Spark dialect), for planners that reshape it:
     the SUBSCRIBE dataflow (planner.dataflow) derives its delta queries from it. `session`
     gives the values of now(), version() and the like (without it they are not covered)."""
-    query = _Generator(table_name, param_values, session).query(hoist.lifted(rel))
+    query = _Generator(table_name, param_values, session).query(hoist.forwarded(hoist.lifted(rel)))
     if output_types is not None:
         query = _cast_outputs(query, output_types)
     return query
@@ -211,7 +210,7 @@ class _Generator:
         return q.join(right, on=on, join_type=kind), cols
 
     def _reduce(self, r: p.Reduce) -> exp.Select:
-        r = _inputs_below(r)
+        r = hoist.inputs_below(r)
         source, cols = self._from(r.input)
         keys = [self.scalar(k, cols) for k in r.keys]
         aggs = [exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("INT"))
@@ -387,16 +386,37 @@ class _Generator:
         return self._order_limit(q, top, cols)
 
     def _order_limit(self, q: exp.Select, top: p.TopK, cols: list[exp.Expression]) -> exp.Select:
-        if top.order:
-            types = [c.type for c in p.columns(top.input)]
-            q = q.order_by(*(exp.Ordered(this=_sort_value(_not_ordinal(cols[k.index].copy()), types[k.index]),
-                                         desc=k.descending, nulls_first=k.nulls_first)
-                             for k in top.order))
+        types = [c.type for c in p.columns(top.input)]
+        order = [exp.Ordered(this=_sort_value(_not_ordinal(cols[k.index].copy()), types[k.index]),
+                             desc=k.descending, nulls_first=k.nulls_first) for k in top.order]
+        if (top.limit is not None or top.offset is not None) and p.refers_outward(top, 1):
+            return self._numbered(q, order, top)
+        if order:
+            q = q.order_by(*order)
         if top.limit is not None:
             q = q.limit(self._count(top.limit))
         if top.offset is not None:
             q = q.offset(self._count(top.offset))
         return q
+
+    def _numbered(self, q: exp.Select, order: list[exp.Ordered], top: p.TopK) -> exp.Select:
+        """A LIMIT/OFFSET of a correlated subquery as the rows numbered in ORDER BY's order:
+        Spark decorrelates `ORDER BY … LIMIT` into a global sort and a row_number() per outer
+        row without an order, which the shuffle between them loses (a silent wrong row). A
+        window ordered by the keys is decorrelated as one partition per outer row."""
+        width = len(q.expressions)
+        number = exp.Window(this=exp.Anonymous(this="row_number"),
+                            order=exp.Order(expressions=order or [exp.Ordered(this=exp.Literal.number(0))]))
+        alias = next(self.aliases)
+        rn = exp.column("rn", alias)
+        offset = self._count(top.offset) if top.offset is not None else None
+        conditions = [] if offset is None else [exp.GT(this=rn.copy(), expression=offset.copy())]
+        if top.limit is not None:
+            limit = self._count(top.limit)
+            last = limit if offset is None else exp.Add(this=exp.cast(offset.copy(), "BIGINT"), expression=limit)
+            conditions.append(exp.LTE(this=rn.copy(), expression=last))
+        return exp.select(*(_as(exp.column(f"c{k}", alias), k) for k in range(width))).from_(
+            q.select(exp.alias_(number, "rn")).subquery(alias)).where(exp.and_(*conditions))
 
     def _count(self, e: p.Expr) -> exp.Expression:
         """A LIMIT/OFFSET: Spark takes only an INT there."""
@@ -438,7 +458,8 @@ class _Generator:
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
             case p.Call(func=f, args=args) if f.name == "array_to_string" and args[0].type.base.name != "text":
                 return self._array_to_string(args, cols)
-            case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name == "date_trunc":
+            case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name == "date_trunc" \
+                    and f.args[1] != "interval":  # an interval's is a UDF's (planner.pg_interval.trunc)
                 return pg_extract.truncate(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))
             case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name in ("extract", "date_part"):
                 compute = pg_extract.extract if f.name == "extract" else pg_extract.date_part
@@ -712,33 +733,6 @@ def _not_ordinal(e: exp.Expression) -> exp.Expression:
     if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
         return exp.Cast(this=e, to=exp.DataType.build("DECIMAL(38, 0)"))
     return e
-
-
-def _inputs_below(r: p.Reduce) -> p.Reduce:
-    """The Reduce with each aggregate input (argument, FILTER, ORDER BY key) that holds a
-    subquery or an outer query's column computed below it, by a Map. Spark refuses a
-    subquery inside a higher-order function (the collecting aggregates' transform and
-    array_sort) and an aggregate over an expression mixing outer and local columns (its
-    "correlated predicate that has both outer and local references")."""
-    base = len(p.columns(r.input))
-    lifted: list[p.Expr] = []
-
-    def lift(e: p.Expr) -> p.Expr:
-        if not (p.contains(e, p.Subquery) or p.refers_outward(e, 1)):
-            return e
-        if e not in lifted:
-            lifted.append(e)
-        return p.ColRef(0, base + lifted.index(e), e.type)
-
-    aggregates = tuple(a if a.func.oid == 0 else  # grouping(): its arguments are keys
-                       replace(a, args=tuple(lift(x) for x in a.args),
-                               filter=lift(a.filter) if a.filter is not None else None,
-                               order=tuple(replace(k, expr=lift(k.expr)) for k in a.order))
-                       for a in r.aggregates)
-    if not lifted:
-        return r
-    names = tuple(f"?input{i}" for i in range(len(lifted)))
-    return replace(r, input=p.Map(r.input, tuple(lifted), names), aggregates=aggregates)
 
 
 def _is_interval(t: SqlType) -> bool:

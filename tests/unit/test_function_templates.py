@@ -85,7 +85,7 @@ def translated(f: Function) -> str | None:
 _GUARDED = ("ln", "log", "log10")
 # Run by the front end of our own only (pg_functions.FRONT_END_ONLY, and to_timestamp's
 # pattern form beside its epoch form): the older path refuses them.
-_FRONT_END_ONLY = pg_functions.FRONT_END_ONLY | {"to_timestamp(text, text)"}
+_FRONT_END_ONLY = pg_functions.FRONT_END_ONLY | {"to_timestamp(text, text)", "date_trunc(text, interval)"}
 
 
 @pytest.mark.parametrize("f", [f for f in functions.FUNCTIONS if not f.spark.startswith("<run by the server")],

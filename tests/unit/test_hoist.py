@@ -1,5 +1,5 @@
-"""Subqueries two levels deep lifted one level (planner.sql.hoist), without Spark: the lifted
-plan refers one level out at most, and what cannot be lifted is left as it was. Results are
+"""Subqueries two levels deep lifted one level or given the outer values as columns
+(planner.sql.hoist), without Spark: the plan then refers one level out at most. Results are
 compared with PostgreSQL 15 in tests/slt/own/subqueries.test."""
 
 from __future__ import annotations
@@ -67,10 +67,45 @@ def test_a_subquery_naming_only_the_outermost_query_is_lifted(sql):
     "SELECT a FROM s1 WHERE EXISTS (SELECT 1 FROM s2 WHERE EXISTS (SELECT 1 FROM s3 WHERE c = b AND c = a))",
     # it could give two rows for an outer row the middle query would not have run it for (21000)
     "SELECT a FROM s1 WHERE EXISTS (SELECT 1 FROM s2 WHERE b = (SELECT c FROM s3 WHERE c > s1.a))",
+    # in the middle query's select list, three levels deep
+    ("SELECT a, (SELECT b + (SELECT count(*) FROM s3 WHERE c < b + a AND EXISTS "
+     "(SELECT 1 FROM s3 AS x WHERE x.c = a - b + s3.c)) FROM s2 ORDER BY b LIMIT 1) FROM s1"),
+    # in an aggregate's argument: computed by a Map below the aggregate, and forwarded there
+    "SELECT a, (SELECT sum((SELECT c FROM s3 WHERE c = b + a LIMIT 1)) FROM s2) FROM s1",
 ])
-def test_what_cannot_be_lifted_stays_refused(sql):
+def test_what_cannot_be_lifted_is_forwarded(sql):
+    # The outer values the subquery names become columns of the middle query's operator.
     rel = _bind(sql)
+    assert _deepest(rel) >= 2
     assert hoist.lifted(rel) == rel
+    forwarded = hoist.forwarded(rel)
+    assert _deepest(forwarded) == 1
+    assert [c.type for c in p.columns(forwarded)] == [c.type for c in p.columns(rel)]
+    spark_sql.to_spark_query(rel, lambda n: n)
+
+
+@pytest.mark.parametrize("sql", [
+    # in a join's ON it is neither lifted nor forwarded
+    ("SELECT a FROM s1 WHERE EXISTS (SELECT 1 FROM s2 JOIN s3 ON b = c AND EXISTS "
+     "(SELECT 1 FROM s3 AS x WHERE x.c = s1.a + b))"),
+])
+def test_what_cannot_be_forwarded_stays_refused(sql):
+    rel = _bind(sql)
+    assert hoist.forwarded(hoist.lifted(rel)) == rel
     with pytest.raises(SqlError) as err:
         spark_sql.to_spark_query(rel, lambda n: n)
     assert err.value.sqlstate == "0A000"
+
+
+def test_a_correlated_limit_is_the_rows_numbered_in_order():
+    # Spark decorrelates `ORDER BY … LIMIT` into a global sort and an unordered row_number
+    # per outer row, which a shuffle between them loses; a window ordered by the keys holds.
+    sql = spark_sql.to_spark_query(_bind("SELECT a, (SELECT b + a FROM s2 ORDER BY b DESC LIMIT 2 OFFSET 1) "
+                                         "FROM s1"), lambda n: n).sql("spark")
+    assert "ROW_NUMBER() OVER (ORDER BY t2.c0 DESC NULLS FIRST) AS rn" in sql
+    assert "WHERE t4.rn > CAST(CAST(1 AS BIGINT) AS INT) AND t4.rn <= CAST(CAST(CAST(1 AS BIGINT) AS INT) AS BIGINT) + " \
+        "CAST(CAST(2 AS BIGINT) AS INT)" in sql and "LIMIT" not in sql
+    # uncorrelated, Spark runs it once: ORDER BY and LIMIT as written
+    plain = spark_sql.to_spark_query(_bind("SELECT a, (SELECT b FROM s2 ORDER BY b LIMIT 1) FROM s1"),
+                                     lambda n: n).sql("spark")
+    assert "ORDER BY t2.c0 ASC NULLS LAST LIMIT" in plain and "ROW_NUMBER" not in plain

@@ -210,3 +210,23 @@ def test_series_adds_the_step_to_the_last_row():
     with pytest.raises(SqlError) as err:  # a step of zero span, though not of zero fields
         iv.series("2024-01-01 00:00:00", "2024-01-02 00:00:00", "1 mon -30 days")
     assert (err.value.sqlstate, err.value.message) == ("22023", "step size cannot equal zero")
+
+
+@pytest.mark.parametrize("fn, args, expected", [
+    # time ± interval: only the time part counts, wrapping around midnight either way
+    (iv.time_minus, ("00:00:00.25", "100 days 00:00:00.5"), "23:59:59.75"),
+    (iv.time_plus, ("12:00:00", "-1 years -36:00:00"), "00:00:00"),
+    (iv.time_plus, ("23:59:59.999999", "00:00:00.000001"), "00:00:00"),
+    (iv.time_diff, ("12:00:00", "00:00:00.000001"), "11:59:59.999999"),
+    (iv.time_diff, ("10:00:00", "10:00:00.5"), "-00:00:00.5"),
+    (iv.time_plus, (None, "1 day"), None),
+    # date_trunc: each field keeps its sign (C's truncating division), smaller fields zeroed
+    (iv.trunc, ("minute", "-1 years -2 mons -3 days -04:05:06.789"), "-1 years -2 mons -3 days -04:05:00"),
+    (iv.trunc, ("MILLISECONDS", "-00:00:00.0019"), "-00:00:00.001"),
+    (iv.trunc, ("quarter", "-5 mons"), "-3 mons"),
+    (iv.trunc, ("week", "1 day"), ("0A000", 'unit "week" not supported for type interval')),
+    (iv.trunc, ("epoch", "1 day"), ("22023", 'unit "epoch" not recognized for type interval')),
+    (iv.trunc, (None, "1 day"), None),
+])
+def test_time_arithmetic_and_truncation(fn, args, expected):
+    check(fn, args, expected)

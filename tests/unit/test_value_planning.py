@@ -51,10 +51,10 @@ def test_text_of_values_is_their_output_functions():
     assert "AS DECIMAL(38, 0)) AS STRING" in b.spark_sql  # 100::numeric at its scale, 0
 
 
-def test_a_reference_two_query_levels_out_is_refused():
-    # the innermost names the middle query too, so it cannot be lifted (planner.sql.hoist)
+def test_a_reference_two_query_levels_out_in_a_join_condition_is_refused():
+    # neither lifted nor forwarded (planner.sql.hoist): Spark resolves one level out only
     with pytest.raises(SqlError) as err:
-        bound("SELECT g FROM t WHERE EXISTS (SELECT 1 FROM t AS t2 WHERE t2.i = t.g "
+        bound("SELECT g FROM t WHERE EXISTS (SELECT 1 FROM t AS t2 JOIN t AS t4 ON t2.i = t4.i "
               "AND EXISTS (SELECT 1 FROM t AS t3 WHERE t3.i = t.g AND t3.g = t2.g))")
     assert err.value.sqlstate == "0A000"
     assert "two or more levels out" in err.value.message
