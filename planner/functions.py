@@ -657,7 +657,7 @@ def lookup(name: str, nargs: int, *, in_from: bool = False, schema: str | None =
 # array_agg's order and NULLs, JSON paths, CASTs to the storage types, errors with a
 # PostgreSQL SQLSTATE) - none of them reachable by name from a client.
 _INTERNAL_SPARK = frozenset((
-    "array", "array_sort", "collect_list", "explode", "get_json_object", "if", "parse_json",
+    "any_value", "array", "array_sort", "collect_list", "explode", "get_json_object", "if", "parse_json",
     "raise_error", "sequence", "size", "struct", "named_struct", "to_json", "transform",
     "try_element_at", "variant_get", "json_array_length", "ltrim", "substr", "lower", "trim",
     "coalesce", "nullif", "greatest", "least", "cast", "try_cast", "max", "min", "round", "abs",

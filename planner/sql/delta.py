@@ -36,7 +36,7 @@ from planner.dataflow import (
 from planner.spark_guard import spark_sql
 from planner.sql import plan as p
 from planner.sql.coerce import BIGINT
-from planner.sql.spark_sql import TableName, to_spark_query
+from planner.sql.spark_sql import TableName, equal_by_key, to_spark_query
 from planner.translate import SessionContext
 from planner.types import SqlType
 
@@ -205,6 +205,8 @@ def _aggregate(rel: p.Rel, _types: list[SqlType], render: Renderer) -> Aggregate
     k = len(reduce.keys)
     for e in reduce.keys:
         _row_by_row(e)
+        if equal_by_key(e.type):  # the state groups by the value, Spark by its equality key
+            raise NotIncremental(f"GROUP BY a value of type {e.type.base.name} is recomputed")
     kinds, args = zip(*(_kind(a) for a in reduce.aggregates), strict=True) if reduce.aggregates else ((), ())
     # The input's updates beside each key's and each argument's value: one Spark query
     # reads them, and the partials are sums over it.

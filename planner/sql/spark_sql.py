@@ -122,7 +122,13 @@ class _Generator:
             case p.Reduce():
                 return self._reduce(rel)
             case p.Distinct(input=inner):
-                return self._select(inner, lambda cols: cols).distinct()
+                q, cols = self._source(inner)
+                outputs, groups = _grouped(cols, [c.type for c in p.columns(inner)])
+                q = q.select(*(_as(e, i) for i, e in enumerate(outputs)))
+                return q.distinct() if outputs == cols else q.group_by(*groups)
+            case p.SetOp(kind=p.SetKind.UNION, all=False, left=left, right=right) \
+                    if any(equal_by_key(c.type) for c in p.columns(left)):
+                return self.query(p.Distinct(p.SetOp(p.SetKind.UNION, True, left, right)))
             case p.SetOp(kind=kind, all=all_, left=left, right=right):
                 op = {p.SetKind.UNION: exp.Union, p.SetKind.EXCEPT: exp.Except,
                       p.SetKind.INTERSECT: exp.Intersect}[kind]
@@ -216,14 +222,16 @@ class _Generator:
         aggs = [exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("INT"))
                 if r.sets is None and a.func.oid == 0 and a.func.name == "grouping"  # one set: all grouped
                 else self._aggregate(a, cols) for a in r.aggregates]
-        q = exp.select(*(_as(e, i) for i, e in enumerate(keys + aggs)))
-        if source is not None:
-            q = q.from_(source)
         if r.sets is not None:
+            q = exp.select(*(_as(e, i) for i, e in enumerate(keys + aggs)))
+            q = q.from_(source) if source is not None else q
             sets = [exp.Tuple(expressions=[_not_ordinal(keys[i].copy()) for i in s]) for s in r.sets]
             q.set("group", exp.Group(expressions=[exp.GroupingSets(expressions=sets)]))
             return q
-        return q.group_by(*(_not_ordinal(k.copy()) for k in keys)) if keys else q
+        outputs, groups = _grouped(keys, [k.type for k in r.keys])
+        q = exp.select(*(_as(e, i) for i, e in enumerate(outputs + aggs)))
+        q = q.from_(source) if source is not None else q
+        return q.group_by(*groups) if groups else q
 
     def _aggregate(self, a: p.AggCall, cols) -> exp.Expression:
         if a.func.name in _DOUBLE_ONLY_AGGREGATES and a.type.base.name == "numeric":
@@ -254,6 +262,8 @@ class _Generator:
             # in PostgreSQL's order of arrays (_sort_value), then back to the arrays
             ordered = _template(f"{a.func.name}({{0}})", [_sort_value(args[0], a.type)])
             return _template("transform({0}, sw_o -> sw_o.v)", [ordered])
+        if a.distinct and a.func.name == "count":
+            args = [_equal_by(e, x.type) for e, x in zip(args, a.args, strict=True)]
         call = _template(a.func.spark, args)
         if a.distinct:
             call = _distinct_args(call)
@@ -325,7 +335,7 @@ class _Generator:
             order = [exp.Ordered(this=exp.Literal.number(0))]
         # PostgreSQL ignores a frame for the functions that have no use for one; Spark refuses it
         framed = w.frame is not None and (f.kind is Kind.AGGREGATE or f.name in _FRAMED_WINDOW_FUNCTIONS)
-        partition = [self.scalar(x, cols) for x in w.partition]
+        partition = [_equal_by(self.scalar(x, cols), x.type) for x in w.partition]
 
         def over(e: exp.Expression) -> exp.Window:
             return exp.Window(this=e, partition_by=[x.copy() for x in partition] or None,
@@ -754,6 +764,36 @@ def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:
     pair = exp.Anonymous(this="named_struct", expressions=[
         exp.Literal.string("n"), exp.Is(this=element.copy(), expression=exp.Null()), exp.Literal.string("v"), element])
     return exp.Anonymous(this="transform", expressions=[e, exp.Lambda(this=pair, expressions=[var])])
+
+
+def equal_by_key(t: SqlType) -> bool:
+    """Whether equal values of type `t` may have different Spark forms: an interval ('1 day'
+    = '24:00:00'), a jsonb ('1' = '1.0'). GROUP BY, DISTINCT, UNION and PARTITION BY compare
+    them by a key (their sort key); the SUBSCRIBE state cannot (planner.sql.delta)."""
+    return not t.is_array and (_is_interval(t) or t.base.name == "jsonb")
+
+
+def _equality_key(e: exp.Expression, t: SqlType) -> exp.Expression | None:
+    """What `e` of type `t` is equal by, where that is not its Spark form (None)."""
+    return _sort_value(e, t) if equal_by_key(t) else None
+
+
+def _equal_by(e: exp.Expression, t: SqlType) -> exp.Expression:
+    """`e` as PARTITION BY, count(DISTINCT …) and the like compare it."""
+    key = _equality_key(e, t)
+    return e if key is None else key
+
+
+def _grouped(values: list[exp.Expression], types: list[SqlType]) -> tuple[list[exp.Expression], list[exp.Expression]]:
+    """GROUP BY (or DISTINCT over) `values`: the output of each and what to group by. A
+    value whose equality is not Spark's is grouped by its key and shown as one of the group's
+    values (any_value: PostgreSQL promises none in particular either)."""
+    outputs, groups = [], []
+    for e, t in zip(values, types, strict=True):
+        key = _equality_key(e.copy(), t)
+        outputs.append(e if key is None else exp.Anonymous(this="any_value", expressions=[e.copy()]))
+        groups.append(_not_ordinal(e.copy()) if key is None else key)
+    return outputs, groups
 
 
 def _rounded_for(source: SqlType, target: SqlType) -> str | None:

@@ -67,6 +67,8 @@ def plan_dataflow(b: bound_query.BoundQuery) -> DataflowPlan:
     ("SELECT t.a FROM t JOIN u ON t.s::jsonb = u.s::jsonb", "recompute"),  # jsonb's = is not Spark's
     ("SELECT a, (SELECT max(a) FROM u) FROM t", "recompute"),
     ("SELECT a, row_number() OVER (ORDER BY a) FROM t", "recompute"),
+    # grouped by its equality key in Spark ('1 day' = '24:00:00'), by its value in the state
+    ("SELECT s::interval, count(*) FROM t GROUP BY 1", "recompute"),
 ])
 def test_strategy_of_the_generated_query(sql, strategy):
     plan = plan_dataflow(bound(sql))
