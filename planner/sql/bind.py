@@ -21,7 +21,7 @@ from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
-from planner.sql import coerce, colnames, grouping_sets, value_functions
+from planner.sql import coerce, colnames, grouping_sets, hoist, value_functions
 from planner.sql import plan as p
 from planner.sql.bind_aggregates import AggregateBinding, not_an_aggregate
 from planner.sql.bind_aggregates import AggSlot as _AggSlot
@@ -260,21 +260,26 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
             if node_type(item) == "RangeFunction":  # it may name the items before it (LATERAL)
                 rel, scope = self._range_function(item["RangeFunction"], (rel, scope))
                 continue
-            right, rscope = self._from_item(item)
+            right, rscope = self._from_item(item, beside=scope)
             width = len(p.columns(rel))
             scope = scope.combine(rscope.shifted(width), _location(item))
-            rel = p.Join(p.JoinKind.CROSS, rel, right, None)
+            rel = p.Join(p.JoinKind.CROSS, rel, right, None, lateral=_lateral(item))
         return rel, scope
 
-    def _from_item(self, node: Node) -> tuple[p.Rel, Scope]:
+    def _from_item(self, node: Node, beside: Scope | None = None) -> tuple[p.Rel, Scope]:
+        """A FROM item; a LATERAL subquery sees the items `beside` it, to its left."""
+        if _lateral(node) and beside is not None:
+            self._levels.append(_Level(beside, None, "FROM clause of their own query level"))
+            try:
+                return self._from_item(node)
+            finally:
+                self._levels.pop()
         kind, n = node_type(node), next(iter(node.values()))
         if kind == "RangeVar":
             return self._range_var(n)
         if kind == "JoinExpr":
             return self._join(n)
         if kind == "RangeSubselect":
-            if n.get("lateral"):
-                raise p.NotYet("LATERAL is not supported yet")
             alias = n.get("alias")
             if alias is None:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
@@ -306,13 +311,25 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
         return rel, Scope(tuple(replace(c, schema=found.schema) for c in scope.columns), scope.tables)
 
     def _join(self, j: dict) -> tuple[p.Rel, Scope]:
+        if _lateral(j["larg"]):  # it would see the FROM items before the join
+            raise p.NotYet("a LATERAL subquery on the left of a JOIN is not supported yet")
         left, lscope = self._from_item(j["larg"])
-        right, rscope = self._from_item(j["rarg"])
+        right, rscope = self._from_item(j["rarg"], beside=lscope)
         width = len(p.columns(left))
         rscope = rscope.shifted(width)
         scope = lscope.combine(rscope, None)
         kind = {"JOIN_INNER": p.JoinKind.INNER, "JOIN_LEFT": p.JoinKind.LEFT,
                 "JOIN_RIGHT": p.JoinKind.RIGHT, "JOIN_FULL": p.JoinKind.FULL}[j["jointype"]]
+        lateral = _lateral(j["rarg"])
+        outer = p.refs_at(right, 1) if lateral and kind in (p.JoinKind.RIGHT, p.JoinKind.FULL) else []
+        if outer:
+            table = next(c.table for c in lscope.columns if c.index == outer[0].index)
+            raise SqlError(INVALID_COLUMN_REFERENCE, f'invalid reference to FROM-clause entry for table "{table}"',
+                           hint="The combining JOIN type must be INNER or LEFT for a LATERAL reference.")
+        if lateral and (j.get("usingClause") or j.get("isNatural")):
+            raise p.NotYet("a LATERAL subquery joined with USING is not supported yet")
+        if lateral and kind in (p.JoinKind.RIGHT, p.JoinKind.FULL):  # naming no left column: a plain join
+            right, lateral = hoist.shifted_levels(right, 2, -1), False
         using = names(j.get("usingClause"))
         if j.get("isNatural"):
             right_names = {c.name for c in rscope.columns if c.unqualified}
@@ -329,7 +346,7 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
                     self._levels.pop()
             elif kind is p.JoinKind.INNER:
                 kind = p.JoinKind.CROSS
-            rel = p.Join(kind, left, right, on)
+            rel = p.Join(kind, left, right, on, lateral=lateral)
         alias = j.get("alias")
         if alias:
             scope = scope.aliased(alias["aliasname"], names(alias.get("colnames")))
@@ -862,6 +879,10 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+def _lateral(node: Node) -> bool:
+    return node_type(node) == "RangeSubselect" and bool(node["RangeSubselect"].get("lateral"))
+
 
 def _item_scope(name: str, cols: Sequence[p.Column], aliased: list[Node] | None) -> Scope:
     return item_scope(name, cols, names(aliased))

@@ -86,7 +86,12 @@ class AggregateBinding:
         order = _input_order(func.name, given, bound, keys, distinct)
         parts = [*bound, *(k.expr for k in order), *([condition] if condition is not None else [])]
         if parts and not any(p.refers_at(a, 0) for a in parts) and any(p.refers_outward(a, 1) for a in parts):
-            # PostgreSQL evaluates such an aggregate in the outer query that owns its columns.
+            # PostgreSQL evaluates such an aggregate in the outer query that owns its columns:
+            # refused where that query cannot have one (a LATERAL subquery's FROM neighbours)
+            owner = self._levels[-1 - min(lv for a in parts for lv in p.levels_used(a) if lv > 0)]
+            if owner.aggregates is None and owner.agg_context:
+                raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {owner.agg_context}",
+                               position=where)
             raise p.NotYet("an aggregate of an outer query's columns is not supported yet", position=where)
         level.aggregates.append(p.AggCall(func, bound, distinct, result, condition, order))
         return AggSlot(len(level.aggregates) - 1, result)

@@ -301,6 +301,8 @@ def _join(rel: p.Rel, types: list[SqlType], render: Renderer) -> JoinPlan:
         node = node.input
     if join.kind not in (p.JoinKind.INNER, p.JoinKind.CROSS):
         raise NotIncremental("outer joins are recomputed")
+    if join.lateral:
+        raise NotIncremental("LATERAL is recomputed")
     if isinstance(join.left, p.Join) or isinstance(join.right, p.Join):
         raise NotIncremental("joins of more than two inputs are recomputed")
     conditions = _conjuncts(join.on)

@@ -64,6 +64,21 @@ def forwarded(rel: p.Rel) -> p.Rel:
 
 def _forwarded_here(rel: p.Rel) -> p.Rel:
     match rel:
+        case p.Join(lateral=True, left=left, right=right, on=on):
+            # the right sees the left's columns one level out, as a subquery its operator's
+            width, slots = len(p.columns(left)), {}
+            new_right = _redirected(right, width, slots)
+            if not slots:
+                return rel
+            n, right_width = len(slots), len(p.columns(right))
+
+            def past_left(x: p.ColRef, depth: int) -> p.ColRef | None:  # the right's columns move past them
+                return replace(x, index=x.index + n) if x.level == depth and x.index >= width else None
+
+            join = replace(rel, left=_forwarding_map(left, slots), right=new_right,
+                           on=_refs_mapped(on, past_left) if on is not None else None)
+            outputs = (*range(width), *range(width + n, width + n + right_width))
+            return p.Project(join, outputs, tuple(c.name for c in p.columns(rel)))
         case p.Reduce():
             below = inputs_below(rel)
             return rel if below is rel else replace(below, input=_forwarded_here(below.input))
@@ -202,11 +217,13 @@ def _replace_own_level(rel: p.Rel, found: list[p.Subquery]) -> p.Rel:
             return None
         if (s.kind is p.SubqueryKind.EXISTS or s.kind is p.SubqueryKind.SCALAR and _at_most_one_row(s.rel)) \
                 and _only_two_out(s.rel):
-            found.append(replace(s, rel=_shifted(s.rel, 1, -1)))
+            found.append(replace(s, rel=shifted_levels(s.rel, 1, -1)))
             return p.ColRef(1, -len(found), s.type)  # a placeholder: _renumbered sets the index
         return None
 
     def walk(r: p.Rel) -> p.Rel:
+        if isinstance(r, p.Join) and r.lateral:  # its right is a level further in
+            return replace(r, left=walk(r.left), on=p.transform(r.on, inner) if r.on is not None else None)
         return _rebuilt(r, walk, inner)
 
     return walk(rel)
@@ -233,7 +250,7 @@ def _only_two_out(rel: p.Rel) -> bool:
     return 2 in used and 1 not in used and not any(level > 2 for level in used)
 
 
-def _shifted(rel: p.Rel, beyond: int, by: int) -> p.Rel:
+def shifted_levels(rel: p.Rel, beyond: int, by: int) -> p.Rel:
     """`rel` with its references to levels at or past `beyond` (counted from its root, one
     more inside each nested subquery) moved `by` levels."""
     return _refs_mapped(rel, lambda x, depth: replace(x, level=x.level + by) if x.level >= beyond + depth else None)
@@ -259,6 +276,10 @@ def _refs_mapped(value: Any, on_ref: Callable[[p.ColRef, int], p.Expr | None], d
                            lhs=tuple(_refs_mapped(y, on_ref, depth) for y in x.lhs))
         return None
 
+    if isinstance(value, p.Join) and value.lateral:  # its right is a level further in
+        return replace(value, left=_refs_mapped(value.left, on_ref, depth),
+                       right=_refs_mapped(value.right, on_ref, depth + 1),
+                       on=p.transform(value.on, fn) if value.on is not None else None)
     if isinstance(value, p.Rel.__args__):  # type: ignore[attr-defined]
         return _rebuilt(value, lambda child: _refs_mapped(child, on_ref, depth), fn)
     return p.transform(value, fn)

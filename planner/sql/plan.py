@@ -313,12 +313,15 @@ class JoinKind(Enum):
 
 @dataclass(frozen=True)
 class Join:
-    """The left's columns followed by the right's; `on` sees both (level 0)."""
+    """The left's columns followed by the right's; `on` sees both (level 0). A LATERAL
+    right is bound as a query one level in: its level 1 is the left's columns, its level k
+    the join's level k - 1 (as a subquery's plan is)."""
 
     kind: JoinKind
     left: Rel
     right: Rel
     on: Expr | None
+    lateral: bool = False
 
 
 @dataclass(frozen=True)
@@ -475,14 +478,32 @@ def _transform_item(v: Any, fn: Callable[[Any], Any]) -> Any:
 
 def levels_used(e: Any) -> set[int]:
     """The query levels an expression or plan refers to, counted from its own (0)."""
+    return {ref.level - depth for ref, depth in _refs(e, 0) if ref.level >= depth}
+
+
+def refs_at(e: Any, level: int) -> list[ColRef]:
+    """The references in `e` to columns of query level `level` (counted from its own)."""
+    return [ref for ref, depth in _refs(e, 0) if ref.level - depth == level]
+
+
+def _refs(e: Any, depth: int) -> Iterator[tuple[ColRef, int]]:
+    """Every column reference in `e`, with the number of query levels between it and `e`'s
+    (a subquery's plan and a LATERAL join's right are one further in)."""
     if isinstance(e, ColRef):
-        return {e.level}
-    if isinstance(e, Subquery):
-        inner = {level - 1 for level in levels_used(e.rel) if level >= 1}
-        return inner.union(*(levels_used(x) for x in e.lhs))
-    if not is_dataclass(e) or isinstance(e, (SqlType, Function, Operator, Column)):
-        return set()
-    return {level for f in fields(e) for c in children(getattr(e, f.name)) for level in levels_used(c)}
+        yield e, depth
+    elif isinstance(e, Subquery):
+        yield from _refs(e.rel, depth + 1)
+        for x in e.lhs:
+            yield from _refs(x, depth)
+    elif isinstance(e, Join) and e.lateral:
+        yield from _refs(e.left, depth)
+        yield from _refs(e.right, depth + 1)
+        if e.on is not None:
+            yield from _refs(e.on, depth)
+    elif is_dataclass(e) and not isinstance(e, (SqlType, Function, Operator, Column)):
+        for f in fields(e):
+            for c in children(getattr(e, f.name)):
+                yield from _refs(c, depth)
 
 
 def refers_at(e: Any, level: int) -> bool:

@@ -202,7 +202,15 @@ class _Generator:
         a subquery per join that re-aliases every column below it makes Spark's optimizer
         quadratic or worse in the number of tables: a 37-table join took minutes to plan."""
         q, lcols = self._source(j.left)  # a join on the left continues the same FROM
-        right, rcols = self._from(j.right)
+        if j.lateral:  # the right reads the left's columns as its outer level
+            self.outer.append(lcols)
+            try:
+                right, rcols = self._from(j.right)
+            finally:
+                self.outer.pop()
+            right = exp.Lateral(this=exp.Subquery(this=right.this), alias=right.args["alias"])
+        else:
+            right, rcols = self._from(j.right)
         cols = self._columns_of(j, lcols + rcols)
         if right is None:
             return q, cols

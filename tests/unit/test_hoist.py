@@ -109,3 +109,21 @@ def test_a_correlated_limit_is_the_rows_numbered_in_order():
     plain = spark_sql.to_spark_query(_bind("SELECT a, (SELECT b FROM s2 ORDER BY b LIMIT 1) FROM s1"),
                                      lambda n: n).sql("spark")
     assert "ORDER BY t2.c0 ASC NULLS LAST LIMIT" in plain and "ROW_NUMBER" not in plain
+
+
+def test_a_lateral_subquery_reads_the_left_one_level_out():
+    rel = _bind("SELECT a, x FROM s1, LATERAL (SELECT a + b AS x FROM s2) l")
+    assert p.levels_used(rel) == {0}  # the right's reference to the left is inside the join
+    sql = spark_sql.to_spark_query(rel, lambda n: n).sql("spark")
+    assert "CROSS JOIN LATERAL (SELECT" in sql
+
+
+def test_a_lateral_subquery_naming_a_query_further_out_gets_it_through_the_left():
+    # inside the EXISTS, the LATERAL names s1 two levels out: the left computes it beside its
+    # columns (a Map of the outer reference), the right reads that one level out
+    rel = _bind("SELECT a FROM s1 WHERE EXISTS (SELECT 1 FROM s2, LATERAL (SELECT b + s1.a AS s) z WHERE z.s = 4)")
+    with pytest.raises(SqlError):
+        spark_sql._Generator(lambda n: n, None).query(rel)
+    forwarded = hoist.forwarded(rel)
+    assert forwarded != rel and [c.type for c in p.columns(forwarded)] == [c.type for c in p.columns(rel)]
+    spark_sql.to_spark_query(rel, lambda n: n)
