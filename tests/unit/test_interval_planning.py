@@ -102,3 +102,26 @@ def test_operators_over_constants_are_computed_while_planning():
     with pytest.raises(SqlError) as err:  # PostgreSQL's folding raises it too
         _spark("SELECT '9999-12-31'::date + interval '1 day'")
     assert err.value.sqlstate == "22008"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT iv, count(*) FROM t GROUP BY iv",
+    "SELECT DISTINCT iv FROM t",
+    "SELECT iv FROM t UNION SELECT iv FROM t",
+])
+def test_equal_intervals_are_one_group(sql):
+    # '1 day' and '24:00:00' are equal: grouped by the span, shown as any member of the group
+    text = _spark(sql)
+    assert "GROUP BY SPARKWIRE_INTERVAL_SPAN(" in text.upper() and "ANY_VALUE(" in text.upper()
+    assert "DISTINCT" not in text.upper().split("FROM")[0]
+
+
+def test_partitions_and_distinct_counts_compare_intervals_by_span():
+    text = _spark("SELECT count(DISTINCT iv), sum(1) OVER (PARTITION BY iv) FROM t GROUP BY iv").upper()
+    assert "COUNT(DISTINCT (SPARKWIRE_INTERVAL_SPAN(" in text and "PARTITION BY SPARKWIRE_INTERVAL_SPAN(" in text
+
+
+def test_time_plus_interval_and_date_trunc_are_udfs():
+    text = _spark("SELECT time '10:00' + iv, date_trunc('hour', iv) FROM t").lower()
+    assert f"cast({interval_calls.UDF_NAMES['time_plus']}(" in text and ") as time)" in text
+    assert f"{interval_calls.UDF_NAMES['trunc']}(('hour'), " in text
