@@ -51,6 +51,9 @@ _SPARK_CONF = {
     # 70671.235896).
     "spark.sql.decimalOperations.allowPrecisionLoss": "false",
     "spark.sql.timeType.enabled": "true",
+    # WITH RECURSIVE: PostgreSQL has no limit; Spark's default of 100 iterations stopped
+    # common tree and series queries (past it: 54001, spark_backend.errors)
+    "spark.sql.cteRecursionLevelLimit": "10000",
     "spark.sql.caseSensitive": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",

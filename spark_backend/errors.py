@@ -156,6 +156,11 @@ _BY_CLASS = {
 # their class only in the cause chain's text; these are found there, by class name.
 _BY_CAUSE = {
     "SCALAR_SUBQUERY_TOO_MANY_ROWS": ("21000", "more than one row returned by a subquery used as an expression"),
+    # PostgreSQL recurses until the recursive term gives no row; Spark stops at its limits
+    # (spark_backend.engine: 10,000 iterations; a million rows)
+    "RECURSION_LEVEL_LIMIT_EXCEEDED": ("54001", ("WITH RECURSIVE ran more iterations than the "
+                                                "10,000 Spark allows")),
+    "RECURSION_ROW_LIMIT_EXCEEDED": ("54001", "WITH RECURSIVE gave more rows than the 1,000,000 Spark allows"),
 }
 _CAUSE_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)?\]")
 

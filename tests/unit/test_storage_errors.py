@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 
+import pytest
+
 from spark_backend.errors import storage_error, translate_spark_error
 
 PY4J_READ_FAILURE = """An error occurred while calling o47.collectToPython.
@@ -54,3 +56,18 @@ def test_disk_errors_are_58030_or_53100_with_a_plain_message():
     broken = storage_error(OSError(errno.EIO, "Input/output error"), "fsync the log", fatal=True)
     assert (broken.sqlstate, broken.message, broken.fatal) == ("58030", "could not fsync the log: Input/output error",
                                                                True)
+
+
+@pytest.mark.parametrize(("text", "sqlstate", "words"), [
+    # as it reaches us from an executor: py4j's words around the cause chain
+    (("An error occurred while calling o43.collectToPython.\n: org.apache.spark.SparkException: "
+     "Exception thrown in awaitResult:\nCaused by: org.apache.spark.SparkException: "
+     "[RECURSION_LEVEL_LIMIT_EXCEEDED] Recursion level limit 10000 reached but query has not exhausted"),
+     "54001", "WITH RECURSIVE ran more iterations than the 10,000 Spark allows"),
+    ("Exception thrown in awaitResult:\nCaused by: [RECURSION_ROW_LIMIT_EXCEEDED] Recursion row limit 1000000",
+     "54001", "WITH RECURSIVE gave more rows than the 1,000,000 Spark allows"),
+])
+def test_spark_s_recursion_limits_are_statement_too_complex(text, sqlstate, words):
+    # PostgreSQL has no such limit: Spark's is said plainly, not as XX000 "awaitResult"
+    err = translate_spark_error(RuntimeError(text))
+    assert (err.sqlstate, err.message) == (sqlstate, words)
