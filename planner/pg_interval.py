@@ -421,11 +421,15 @@ _INTERVAL_FIELDS = frozenset({"microseconds", "milliseconds", "second", "minute"
                               "quarter", "year", "decade", "century", "millennium", "epoch"})
 
 
+def _lowered(field: str) -> str:
+    """downcase_truncate_identifier: ASCII-only lowercasing, cut to 63 bytes (whole characters)."""
+    low = "".join(c.lower() if "A" <= c <= "Z" else c for c in field)
+    return low.encode("utf-8")[:63].decode("utf-8", errors="ignore")
+
+
 def _unit(field: str) -> str:
     """The field's unit, or PostgreSQL's error for a word it does not know or an interval lacks."""
-    # downcase_truncate_identifier: ASCII-only lowercasing, cut to 63 bytes (whole characters).
-    low = "".join(c.lower() if "A" <= c <= "Z" else c for c in field)
-    low = low.encode("utf-8")[:63].decode("utf-8", errors="ignore")
+    low = _lowered(field)
     key = low[:10]
     unit = _UNITS.get(key) or (None if key in _DELTA_OTHER else _SPECIAL.get(key))
     if unit is None:
@@ -444,8 +448,7 @@ _TRUNCATED = ("millennium", "century", "decade", "year", "quarter", "month", "da
 def trunc(field: str, a: str) -> str:
     """date_trunc(field, interval): the fields below `field` zeroed, each field as
     interval2itm gives it (C's truncating division, so each keeps its part's sign)."""
-    low = "".join(c.lower() if "A" <= c <= "Z" else c for c in field)
-    low = low.encode("utf-8")[:63].decode("utf-8", errors="ignore")
+    low = _lowered(field)
     unit = _UNITS.get(low[:10])  # DecodeUnits: the interval words only (not epoch)
     if unit is None:
         raise SqlError("22023", f'unit "{low}" not recognized for type interval')

@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from planner.errors import QUERY_CANCELED, SqlError
 from spark_backend import float_math_udfs, float_udfs, interval_udfs, jsonb_udfs, numeric_udfs, string_udfs
-from spark_backend.errors import translate_spark_error
+from spark_backend.errors import RECURSION_LEVELS, RECURSION_ROWS, translate_spark_error
 
 log = logging.getLogger("sparkwire.spark")
 
@@ -51,9 +51,9 @@ _SPARK_CONF = {
     # 70671.235896).
     "spark.sql.decimalOperations.allowPrecisionLoss": "false",
     "spark.sql.timeType.enabled": "true",
-    # WITH RECURSIVE: PostgreSQL has no limit; Spark's default of 100 iterations stopped
-    # common tree and series queries (past it: 54001, spark_backend.errors)
-    "spark.sql.cteRecursionLevelLimit": "10000",
+    # WITH RECURSIVE: PostgreSQL has no limit (past Spark's: 54001, spark_backend.errors)
+    "spark.sql.cteRecursionLevelLimit": str(RECURSION_LEVELS),
+    "spark.sql.cteRecursionRowLimit": str(RECURSION_ROWS),
     "spark.sql.caseSensitive": "false",
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",

@@ -154,13 +154,17 @@ _BY_CLASS = {
 
 # Errors Spark raises on an executor reach us wrapped ("Exception thrown in awaitResult"),
 # their class only in the cause chain's text; these are found there, by class name.
+# PostgreSQL recurses until the recursive term gives no row; Spark stops at its limits: the
+# iterations spark_backend.engine sets (its default of 100 stopped common queries), the rows
+# Spark's default allows.
+RECURSION_LEVELS = 10_000  # spark.sql.cteRecursionLevelLimit
+RECURSION_ROWS = 1_000_000  # spark.sql.cteRecursionRowLimit (Spark's default)
+
 _BY_CAUSE = {
     "SCALAR_SUBQUERY_TOO_MANY_ROWS": ("21000", "more than one row returned by a subquery used as an expression"),
-    # PostgreSQL recurses until the recursive term gives no row; Spark stops at its limits
-    # (spark_backend.engine: 10,000 iterations; a million rows)
-    "RECURSION_LEVEL_LIMIT_EXCEEDED": ("54001", ("WITH RECURSIVE ran more iterations than the "
-                                                "10,000 Spark allows")),
-    "RECURSION_ROW_LIMIT_EXCEEDED": ("54001", "WITH RECURSIVE gave more rows than the 1,000,000 Spark allows"),
+    "RECURSION_LEVEL_LIMIT_EXCEEDED": ("54001", (f"WITH RECURSIVE ran more iterations than the {RECURSION_LEVELS:,} "
+                                                "Spark allows")),
+    "RECURSION_ROW_LIMIT_EXCEEDED": ("54001", f"WITH RECURSIVE gave more rows than the {RECURSION_ROWS:,} Spark allows"),
 }
 _CAUSE_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)?\]")
 

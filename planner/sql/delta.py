@@ -398,15 +398,7 @@ def _key_pair(c: p.Expr, wl: int) -> tuple[p.Expr, p.Expr] | None:
 
 def _refs(exprs: Iterable[p.Expr]) -> set[int]:
     """The input columns (level 0) the expressions read."""
-    found: set[int] = set()
-
-    def note(n: object) -> None:
-        if isinstance(n, p.ColRef) and n.level == 0:
-            found.add(n.index)
-
-    for e in exprs:
-        p.transform(e, note)
-    return found
+    return {ref.index for e in exprs for ref in p.refs_at(e, 0)}
 
 
 def _shifted(e: p.Expr, by: int) -> p.Expr:

@@ -31,27 +31,32 @@ from planner.sql import plan as p
 def lifted(rel: p.Rel) -> p.Rel:
     """`rel` with each liftable subquery two levels deep computed one level out."""
     rel = _map_children(rel, lifted)
-    match rel:
-        case p.Filter(input=inner, predicate=pred):
-            found: list[p.Subquery] = []
-            new = _lift_in(pred, found)
-            if not found:
-                return rel
-            width = len(p.columns(inner))
-            below = p.Map(inner, tuple(found), tuple(f"?lifted{i}" for i in range(len(found))))
-            return p.Project(p.Filter(below, _renumbered(new, width)), tuple(range(width)),
-                             tuple(c.name for c in p.columns(inner)))
-        case p.Map(input=inner, exprs=exprs, names=names):
-            found = []
-            news = [_lift_in(e, found) for e in exprs]
-            if not found:
-                return rel
-            width = len(p.columns(inner))
-            below = p.Map(inner, tuple(found), tuple(f"?lifted{i}" for i in range(len(found))))
-            top = p.Map(below, tuple(_renumbered(e, width) for e in news), names)
-            outputs = tuple(range(width)) + tuple(range(width + len(found), width + len(found) + len(exprs)))
-            return p.Project(top, outputs, tuple(c.name for c in p.columns(inner)) + names)
-    return rel
+    if not isinstance(rel, p.Filter | p.Map):
+        return rel
+    found: list[p.Subquery] = []
+    news = [_lift_in(e, found) for e in _exprs_of(rel)]
+    if not found:
+        return rel
+    width = len(p.columns(rel.input))
+    return _widened(rel, found, "lifted", [_renumbered(e, width) for e in news])
+
+
+def _exprs_of(rel: p.Filter | p.Map) -> tuple[p.Expr, ...]:
+    return (rel.predicate,) if isinstance(rel, p.Filter) else rel.exprs
+
+
+def _widened(rel: p.Filter | p.Map, extra: list[p.Expr], prefix: str, news: list[p.Expr]) -> p.Rel:
+    """`rel` over its input's columns and `extra` ones computed beside them by a Map, its
+    expressions now `news` (which read them), the extra columns projected away again: the
+    output is `rel`'s."""
+    inner = rel.input
+    width, n = len(p.columns(inner)), len(extra)
+    below = p.Map(inner, tuple(extra), tuple(f"?{prefix}{i}" for i in range(n)))
+    kept = tuple(c.name for c in p.columns(inner))
+    if isinstance(rel, p.Filter):
+        return p.Project(p.Filter(below, news[0]), tuple(range(width)), kept)
+    outputs = (*range(width), *range(width + n, width + n + len(news)))
+    return p.Project(p.Map(below, tuple(news), rel.names), outputs, kept + rel.names)
 
 
 def forwarded(rel: p.Rel) -> p.Rel:
@@ -75,30 +80,19 @@ def _forwarded_here(rel: p.Rel) -> p.Rel:
             def past_left(x: p.ColRef, depth: int) -> p.ColRef | None:  # the right's columns move past them
                 return replace(x, index=x.index + n) if x.level == depth and x.index >= width else None
 
-            join = replace(rel, left=_forwarding_map(left, slots), right=new_right,
+            values = _outer_values(slots)
+            join = replace(rel, left=p.Map(left, tuple(values), tuple(f"?outer{i}" for i in range(n))),
+                           right=new_right,
                            on=_refs_mapped(on, past_left) if on is not None else None)
             outputs = (*range(width), *range(width + n, width + n + right_width))
             return p.Project(join, outputs, tuple(c.name for c in p.columns(rel)))
         case p.Reduce():
             below = inputs_below(rel)
             return rel if below is rel else replace(below, input=_forwarded_here(below.input))
-        case p.Filter(input=inner, predicate=pred):
-            width = len(p.columns(inner))
-            slots: dict[tuple[int, int], p.ColRef] = {}
-            new = _forward_in(pred, width, slots)
-            if not slots:
-                return rel
-            below = _forwarding_map(inner, slots)
-            return p.Project(p.Filter(below, new), tuple(range(width)), tuple(c.name for c in p.columns(inner)))
-        case p.Map(input=inner, exprs=exprs, names=names):
-            width = len(p.columns(inner))
-            slots = {}
-            news = tuple(_forward_in(e, width, slots) for e in exprs)
-            if not slots:
-                return rel
-            outputs = tuple(range(width)) + tuple(range(width + len(slots), width + len(slots) + len(exprs)))
-            return p.Project(p.Map(_forwarding_map(inner, slots), news, names), outputs,
-                             tuple(c.name for c in p.columns(inner)) + names)
+        case p.Filter() | p.Map():
+            width, slots = len(p.columns(rel.input)), {}
+            news = [_forward_in(e, width, slots) for e in _exprs_of(rel)]
+            return _widened(rel, _outer_values(slots), "outer", news) if slots else rel
     return rel
 
 
@@ -129,10 +123,9 @@ def inputs_below(r: p.Reduce) -> p.Reduce:
     return replace(r, input=p.Map(r.input, tuple(lifted), names), aggregates=aggregates)
 
 
-def _forwarding_map(inner: p.Rel, slots: dict[tuple[int, int], p.ColRef]) -> p.Map:
-    """`inner`'s columns, then the outer values in `slots` (in slot order)."""
-    refs = tuple(p.ColRef(level, index, ref.type) for (level, index), ref in slots.items())
-    return p.Map(inner, refs, tuple(f"?outer{i}" for i in range(len(refs))))
+def _outer_values(slots: dict[tuple[int, int], p.ColRef]) -> list[p.Expr]:
+    """The outer columns in `slots`, in slot order, as the operator holding them sees them."""
+    return [p.ColRef(level, index, ref.type) for (level, index), ref in slots.items()]
 
 
 def _forward_in(e: p.Expr, width: int, slots: dict[tuple[int, int], p.ColRef]) -> p.Expr:

@@ -53,9 +53,10 @@ def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | No
 def to_spark_query(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
                    param_values: dict[int, object] | None = None,
                    session: SessionContext | None = None) -> exp.Query:
-    """`to_spark`'s query as a sqlglot tree (Spark dialect), for planners that reshape it:
-    the SUBSCRIBE dataflow (planner.dataflow) derives its delta queries from it. `session`
-    gives the values of now(), version() and the like (without it they are not covered)."""
+    """`to_spark`'s query as a sqlglot tree (Spark dialect), for planners that wrap it: the
+    SUBSCRIBE dataflow (planner.sql.delta) names the columns of its delta queries around it.
+    `session` gives the values of now(), version() and the like (without it they are not
+    covered). Subqueries are first made to name one query level out at most (planner.sql.hoist)."""
     query = _Generator(table_name, param_values, session).query(hoist.forwarded(hoist.lifted(rel)))
     if output_types is not None:
         query = _cast_outputs(query, output_types)
@@ -123,9 +124,11 @@ class _Generator:
                 return self._reduce(rel)
             case p.Distinct(input=inner):
                 q, cols = self._source(inner)
-                outputs, groups = _grouped(cols, [c.type for c in p.columns(inner)])
-                q = q.select(*(_as(e, i) for i, e in enumerate(outputs)))
-                return q.distinct() if outputs == cols else q.group_by(*groups)
+                types = [c.type for c in p.columns(inner)]
+                if not any(equal_by_key(t) for t in types):
+                    return q.select(*(_as(e, i) for i, e in enumerate(cols))).distinct()
+                outputs, groups = _grouped(cols, types)
+                return q.select(*(_as(e, i) for i, e in enumerate(outputs))).group_by(*groups)
             case p.SetOp(kind=p.SetKind.UNION, all=False, left=left, right=right) \
                     if any(equal_by_key(c.type) for c in p.columns(left)):
                 return self.query(p.Distinct(p.SetOp(p.SetKind.UNION, True, left, right)))
@@ -224,7 +227,8 @@ class _Generator:
         return q.join(right, on=on, join_type=kind), cols
 
     def _reduce(self, r: p.Reduce) -> exp.Select:
-        r = hoist.inputs_below(r)
+        # its aggregates' inputs that Spark refuses inside them are already computed below
+        # it: hoist.forwarded applied hoist.inputs_below (to_spark_query)
         source, cols = self._from(r.input)
         keys = [self.scalar(k, cols) for k in r.keys]
         aggs = [exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("INT"))
@@ -781,26 +785,19 @@ def equal_by_key(t: SqlType) -> bool:
     return not t.is_array and (_is_interval(t) or t.base.name == "jsonb")
 
 
-def _equality_key(e: exp.Expression, t: SqlType) -> exp.Expression | None:
-    """What `e` of type `t` is equal by, where that is not its Spark form (None)."""
-    return _sort_value(e, t) if equal_by_key(t) else None
-
-
 def _equal_by(e: exp.Expression, t: SqlType) -> exp.Expression:
-    """`e` as PARTITION BY, count(DISTINCT …) and the like compare it."""
-    key = _equality_key(e, t)
-    return e if key is None else key
+    """`e` as PARTITION BY, count(DISTINCT …) and GROUP BY compare it: by its sort key where
+    Spark's equality of its form is not PostgreSQL's (equal_by_key)."""
+    return _sort_value(e, t) if equal_by_key(t) else e
 
 
 def _grouped(values: list[exp.Expression], types: list[SqlType]) -> tuple[list[exp.Expression], list[exp.Expression]]:
     """GROUP BY (or DISTINCT over) `values`: the output of each and what to group by. A
     value whose equality is not Spark's is grouped by its key and shown as one of the group's
     values (any_value: PostgreSQL promises none in particular either)."""
-    outputs, groups = [], []
-    for e, t in zip(values, types, strict=True):
-        key = _equality_key(e.copy(), t)
-        outputs.append(e if key is None else exp.Anonymous(this="any_value", expressions=[e.copy()]))
-        groups.append(_not_ordinal(e.copy()) if key is None else key)
+    outputs = [exp.Anonymous(this="any_value", expressions=[e.copy()]) if equal_by_key(t) else e
+               for e, t in zip(values, types, strict=True)]
+    groups = [_equal_by(_not_ordinal(e.copy()), t) for e, t in zip(values, types, strict=True)]
     return outputs, groups
 
 

@@ -127,6 +127,10 @@ CASES = [
     ("CREATE TABLE t_bad_numeric (x numeric(1001,2))", "22023", ["precision 1001 must be between 1 and 1000"]),
     ("CREATE TABLE t_bad_numeric (x numeric(60,50))", "0A000", ["scale 50"]),
     ("SELECT * FROM items AS OF 5", "22000", []),
+    # PostgreSQL has no limit; Spark stops a recursion at a million rows (a doubling reaches it
+    # after 20 iterations), said plainly rather than as its "Exception thrown in awaitResult"
+    (("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r CROSS JOIN (VALUES (1), (2)) v(x)) "
+     "SELECT count(*) FROM r"), "54001", ["WITH RECURSIVE", "1,000,000"]),
 ]
 
 
