@@ -132,6 +132,9 @@ class _Generator:
             case p.SetOp(kind=p.SetKind.UNION, all=False, left=left, right=right) \
                     if any(equal_by_key(c.type) for c in p.columns(left)):
                 return self.query(p.Distinct(p.SetOp(p.SetKind.UNION, True, left, right)))
+            case p.SetOp(kind=p.SetKind.INTERSECT | p.SetKind.EXCEPT, left=left) \
+                    if any(equal_by_key(c.type) for c in p.columns(left)):
+                return self._set_by_key(rel)
             case p.SetOp(kind=kind, all=all_, left=left, right=right):
                 op = {p.SetKind.UNION: exp.Union, p.SetKind.EXCEPT: exp.Except,
                       p.SetKind.INTERSECT: exp.Intersect}[kind]
@@ -149,6 +152,31 @@ class _Generator:
                     [next(self.lambdas) for _ in funcs], _template, len(cols))
                 return q.select(*(_as(e, i) for i, e in enumerate(cols)), each)
         raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
+
+    def _set_by_key(self, s: p.SetOp) -> exp.Select:
+        """INTERSECT or EXCEPT [ALL] where equal values may differ in Spark's form (an interval,
+        a jsonb): each side's rows numbered within their group of equal keys, the left's kept
+        where the right has (INTERSECT) or lacks (EXCEPT) a row of the same key and number: the
+        n-th of a group pairs with the n-th (ALL), the first stands for the group (without)."""
+        types = [c.type for c in p.columns(s.left)]
+        sides = []
+        for rel in (s.left, s.right):
+            q, cols = self._source(rel)
+            keys = [_equal_by(c.copy(), t) for c, t in zip(cols, types, strict=True)]
+            number = exp.Window(this=exp.Anonymous(this="row_number"), partition_by=keys,
+                                order=exp.Order(expressions=[exp.Ordered(this=keys[0].copy())]))
+            q = q.select(*(_as(c, i) for i, c in enumerate(cols)),
+                         *(exp.alias_(k.copy(), f"k{i}") for i, k in enumerate(keys)), exp.alias_(number, "n"))
+            alias = next(self.aliases)
+            if not s.all:
+                q = exp.select("*").from_(q.subquery(next(self.aliases))).where("n = 1")
+            sides.append((q.subquery(alias), alias))
+        (left, a), (right, b) = sides
+        on = exp.and_(*(exp.NullSafeEQ(this=exp.column(f"k{i}", a), expression=exp.column(f"k{i}", b))
+                        for i in range(len(types))), exp.EQ(this=exp.column("n", a), expression=exp.column("n", b)))
+        kind = "left semi" if s.kind is p.SetKind.INTERSECT else "left anti"
+        return exp.select(*(_as(exp.column(f"c{i}", a), i) for i in range(len(types)))).from_(left).join(
+            right, on=on, join_type=kind)
 
     def _from(self, rel: p.Rel) -> tuple[exp.Expression | None, list[exp.Expression]]:
         """`rel` as a FROM item, and its columns as seen from the query reading it."""

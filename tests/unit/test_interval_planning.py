@@ -125,3 +125,15 @@ def test_time_plus_interval_and_date_trunc_are_udfs():
     text = _spark("SELECT time '10:00' + iv, date_trunc('hour', iv) FROM t").lower()
     assert f"cast({interval_calls.UDF_NAMES['time_plus']}(" in text and ") as time)" in text
     assert f"{interval_calls.UDF_NAMES['trunc']}(('hour'), " in text
+
+
+@pytest.mark.parametrize(("sql", "join"), [
+    ("SELECT iv FROM t INTERSECT SELECT iv FROM t", "LEFT SEMI JOIN"),
+    ("SELECT iv, s FROM t EXCEPT ALL SELECT iv, s FROM t", "LEFT ANTI JOIN"),
+])
+def test_intersect_and_except_pair_intervals_by_span(sql, join):
+    # each side's rows numbered within their span; without ALL only the first of each counts
+    text = _spark(sql).upper()
+    assert join in text and "INTERSECT" not in text and "EXCEPT" not in text
+    assert "PARTITION BY SPARKWIRE_INTERVAL_SPAN(" in text
+    assert ("N = 1" in text) == ("ALL" not in sql)
