@@ -165,6 +165,9 @@ _BY_CAUSE = {
     "RECURSION_LEVEL_LIMIT_EXCEEDED": ("54001", (f"WITH RECURSIVE ran more iterations than the {RECURSION_LEVELS:,} "
                                                 "Spark allows")),
     "RECURSION_ROW_LIMIT_EXCEEDED": ("54001", f"WITH RECURSIVE gave more rows than the {RECURSION_ROWS:,} Spark allows"),
+    # PostgreSQL allows these (planner.sql.bind_recursive checks its own rules); Spark's loop does not
+    "INVALID_RECURSIVE_REFERENCE": ("0A000", ("the recursive term of a WITH RECURSIVE query cannot group, sort or "
+                                             "use a window function over the previous iteration's rows")),
 }
 _CAUSE_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)?\]")
 

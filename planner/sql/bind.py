@@ -21,11 +21,12 @@ from planner.functions import Kind
 from planner.pg_parse import Node, names, node_type
 from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
-from planner.sql import coerce, colnames, grouping_sets, hoist, value_functions
+from planner.sql import bind_recursive, coerce, colnames, grouping_sets, hoist, value_functions
 from planner.sql import plan as p
 from planner.sql.bind_aggregates import AggregateBinding, not_an_aggregate
 from planner.sql.bind_aggregates import AggSlot as _AggSlot
 from planner.sql.bind_arrays import ArrayBinding
+from planner.sql.bind_recursive import RecursiveBinding
 from planner.sql.bind_table_functions import TableFunctionBinding
 from planner.sql.bind_windows import WindowBinding, window_definitions
 from planner.sql.bind_windows import sort_key as _sort_key
@@ -69,7 +70,7 @@ class _Level:
 
 
 @dataclass
-class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding):
+class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBinding, WindowBinding):
     catalog: Catalog
     text: str = ""  # the statement's text: where the parse tree's locations point
     param_types: list[SqlType] = field(default_factory=list)
@@ -99,16 +100,22 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
             self._ctes.pop()
 
     def _with(self, w: dict) -> None:
-        """Bind a WITH clause's queries, each seeing the ones before it."""
-        if w.get("recursive"):
-            raise p.NotYet("WITH RECURSIVE is not supported yet")
+        """Bind a WITH clause's queries, each seeing the ones before it (WITH RECURSIVE: in an
+        order where each sees those it names, itself included: planner.sql.bind_recursive)."""
         names_here = self._ctes[-1]
-        for item in w["ctes"]:
-            cte = item["CommonTableExpr"]
-            name = cte["ctename"]
-            if name in names_here:
-                raise SqlError(DUPLICATE_ALIAS, f'WITH query name "{name}" specified more than once',
+        ctes = [item["CommonTableExpr"] for item in w["ctes"]]
+        for i, cte in enumerate(ctes):
+            if any(c["ctename"] == cte["ctename"] for c in ctes[:i]):
+                raise SqlError(DUPLICATE_ALIAS, f'WITH query name "{cte["ctename"]}" specified more than once',
                                position=_pos(cte))
+        recursive: set[str] = set()
+        if w.get("recursive"):
+            ctes, recursive = bind_recursive.ordered(ctes)
+        for cte in ctes:
+            name = cte["ctename"]
+            if name in recursive:
+                names_here[name] = self._recursive_cte(cte, names_here)
+                continue
             if node_type(cte["ctequery"]) != "SelectStmt":
                 raise p.NotYet("data-modifying statements in WITH are not supported yet")
             rel = self._select(cte["ctequery"]["SelectStmt"])
@@ -149,8 +156,8 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
         if len(lcols) != len(rcols):
             raise SqlError(SYNTAX_ERROR, f"each {word} query must have the same number of columns")
         types = [coerce.common_type([a.type, b.type], word) for a, b in zip(lcols, rcols, strict=True)]
-        left = _cast_columns(left, types)
-        right = _cast_columns(right, types)
+        left = coerce.cast_columns(left, types)
+        right = coerce.cast_columns(right, types)
         return p.SetOp(kind, bool(s.get("all")), left, right)
 
     def _values(self, lists: list[Node]) -> p.Rel:
@@ -222,6 +229,7 @@ class Binder(AggregateBinding, ArrayBinding, TableFunctionBinding, WindowBinding
             order, hidden = self._order_by(s.get("sortClause") or [], names, exprs, bool(distinct))
             on = self._distinct_on(on_nodes, names, exprs, hidden, order) if on_nodes else None
             aggregated = group is not None or bool(level.aggregates) or having is not None
+            self._no_aggregates_of_iteration(s, level.aggregates)  # planner.sql.bind_recursive
             if aggregated:
                 # the select list's set-returning functions run over the groups: their
                 # arguments are re-expressed over the Reduce as the select list is
@@ -956,13 +964,3 @@ def _constant(text: str) -> p.Literal:
 
 
 _typed_literal = coerce.typed_literal
-
-
-def _cast_columns(rel: p.Rel, types: list[SqlType]) -> p.Rel:
-    cols = p.columns(rel)
-    if all(c.type == t for c, t in zip(cols, types, strict=True)):
-        return rel
-    width = len(cols)
-    exprs = tuple(_coerce(p.ColRef(0, i, c.type), t) for i, (c, t) in enumerate(zip(cols, types, strict=True)))
-    return p.Project(p.Map(rel, exprs, tuple(c.name for c in cols)), tuple(range(width, 2 * width)),
-                     tuple(c.name for c in cols))

@@ -16,7 +16,7 @@ from planner.codecs.text_in import decode_text
 from planner.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, SqlError
 from planner.functions import Function
 from planner.operators import Operator
-from planner.sql.plan import Cast, Expr, Literal, NotYet, Param
+from planner.sql.plan import Cast, ColRef, Expr, Literal, Map, NotYet, Param, Project, Rel, columns
 from planner.types import PgType, SqlType, lookup
 
 AMBIGUOUS_FUNCTION = "42725"
@@ -146,8 +146,7 @@ def common_type(types: Sequence[SqlType], context: str) -> SqlType:
         if category(t) != category(chosen):
             raise SqlError(DATATYPE_MISMATCH,
                            f"{context} types {chosen.display()} and {t.display()} cannot be matched")
-        if (not is_preferred(chosen) and can_coerce(chosen, t) and not can_coerce(t, chosen)) or (
-                is_preferred(t) and not is_preferred(chosen) and can_coerce(chosen, t)):
+        if not is_preferred(chosen) and can_coerce(chosen, t) and not can_coerce(t, chosen):
             chosen = t
     for t in known:
         if not can_coerce(t, chosen):
@@ -439,3 +438,14 @@ def explicit_cast(arg: Expr, target: SqlType) -> Expr:
             arg = Literal(str(arg.value)[:target.max_length], arg.type)
         return typed_literal(arg, target)
     return Cast(arg, target) if arg.type != target else arg
+
+
+def cast_columns(rel: Rel, types: list[SqlType]) -> Rel:
+    """`rel` with its columns coerced to `types` (a set operation's branch to the common types)."""
+    cols = columns(rel)
+    if all(c.type == t for c, t in zip(cols, types, strict=True)):
+        return rel
+    width = len(cols)
+    exprs = tuple(to_type(ColRef(0, i, c.type), t) for i, (c, t) in enumerate(zip(cols, types, strict=True)))
+    return Project(Map(rel, exprs, tuple(c.name for c in cols)), tuple(range(width, 2 * width)),
+                   tuple(c.name for c in cols))

@@ -398,13 +398,35 @@ class FlatMap:
     funcs: tuple[TableFunction, ...]
 
 
-Rel = Get | Constant | Map | Filter | Project | Join | Reduce | Distinct | SetOp | TopK | TableFunction | FlatMap
+@dataclass(frozen=True)
+class Recursive:
+    """WITH RECURSIVE's query (UNION ALL): `base`'s rows, then `step`'s over the rows the
+    iteration before added (`step` reads them as the RecursiveRef named `name`), until an
+    iteration adds none. Both sides' columns are of `columns`' types."""
+
+    name: str  # unique in the statement
+    base: Rel
+    step: Rel
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True)
+class RecursiveRef:
+    """The rows the previous iteration of the Recursive named `name` added."""
+
+    name: str
+    columns: tuple[Column, ...]
+
+
+Rel = (Get | Constant | Map | Filter | Project | Join | Reduce | Distinct | SetOp | TopK | TableFunction | FlatMap
+       | Recursive | RecursiveRef)
 
 
 def columns(rel: Rel) -> tuple[Column, ...]:
     """A relation's output columns."""
     match rel:
-        case Get(columns=cols) | Constant(columns=cols) | TableFunction(columns=cols):
+        case Get(columns=cols) | Constant(columns=cols) | TableFunction(columns=cols) | Recursive(columns=cols) \
+                | RecursiveRef(columns=cols):
             return cols
         case Map(input=inner, exprs=exprs, names=names):
             return columns(inner) + tuple(Column(n, e.type) for n, e in zip(names, exprs, strict=True))

@@ -96,6 +96,7 @@ class _Generator:
         # id of a list of input columns → (the list, kept alive so the id stays its own; the
         # relation they are the columns of): for the numeric scale of what reads them
         self.sources: dict[int, tuple[list[exp.Expression], p.Rel]] = {}
+        self.iterations: dict[str, str] = {}  # RecursiveRef.name → its Spark CTE's name
 
     # -- relations -------------------------------------------------------------------------
 
@@ -144,6 +145,12 @@ class _Generator:
             case p.TableFunction(args=args):
                 return spark_table_functions.select(rel, [self.scalar(a, []) for a in args], next(self.lambdas),
                                                     _template)
+            case p.Recursive():
+                return self._recursive(rel)
+            case p.RecursiveRef(name=name, columns=cols):
+                alias = next(self.aliases)
+                return exp.select(*(_as(exp.column(f"c{i}", alias), i) for i in range(len(cols)))).from_(
+                    exp.to_table(self.iterations[name]).as_(alias))
             case p.FlatMap(input=inner, funcs=funcs):
                 # the input's columns beside Spark's generator over each row's values
                 q, cols = self._source(inner)
@@ -152,6 +159,23 @@ class _Generator:
                     [next(self.lambdas) for _ in funcs], _template, len(cols))
                 return q.select(*(_as(e, i) for i, e in enumerate(cols)), each)
         raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
+
+    def _recursive(self, r: p.Recursive) -> exp.Select:
+        """Spark's own recursive CTE (a UNION ALL of the anchor and the step reading the CTE),
+        each side cast to the columns' types: Spark types the loop by the anchor and refuses a
+        step of another type."""
+        name = self.iterations[r.name] = f"sw_rec{len(self.iterations)}"
+        sides = []
+        for rel in (r.base, r.step):
+            alias = next(self.aliases)
+            sides.append(exp.select(*(_as(exp.Cast(this=exp.column(f"c{i}", alias),
+                                                   to=exp.DataType.build(c.type.spark, dialect="spark")), i)
+                                      for i, c in enumerate(r.columns))).from_(self.query(rel).subquery(alias)))
+        q = exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(len(r.columns)))).from_(name)
+        q = q.with_(name, as_=exp.union(*sides, distinct=False), recursive=True)
+        q.args["with_"].expressions[0].set("alias", exp.TableAlias(
+            this=exp.to_identifier(name), columns=[exp.to_identifier(f"c{i}") for i in range(len(r.columns))]))
+        return q
 
     def _set_by_key(self, s: p.SetOp) -> exp.Select:
         """INTERSECT or EXCEPT [ALL] where equal values may differ in Spark's form (an interval,

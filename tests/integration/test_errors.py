@@ -131,6 +131,12 @@ CASES = [
     # after 20 iterations), said plainly rather than as its "Exception thrown in awaitResult"
     (("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r CROSS JOIN (VALUES (1), (2)) v(x)) "
      "SELECT count(*) FROM r"), "54001", ["WITH RECURSIVE", "1,000,000"]),
+    # PostgreSQL groups the previous iteration's rows; Spark's loop refuses to: said as ours
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3 GROUP BY n) SELECT * FROM r",
+     "0A000", ["recursive term", "group, sort or use a window function"]),
+    # PostgreSQL's rules for the form of a recursive query, before Spark is asked
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT count(*) FROM r) SELECT * FROM r", "42P19",
+     ["aggregate functions are not allowed in a recursive query's recursive term"]),
 ]
 
 

@@ -218,6 +218,26 @@ def test_ctes_in_subscribe_and_in_views(server):
     grouped.close()
 
 
+def test_with_recursive_under_subscribe_follows_the_table(server):
+    # everyone under the top of an org chart with their depth: recomputed, as PostgreSQL reads it
+    t = fresh("chart")
+    with connect(server) as c:
+        c.execute(f"CREATE TABLE {t} (id int, boss int)")
+        c.execute(f"INSERT INTO {t} VALUES (1, NULL), (2, 1), (3, 2)")
+        query = (f"WITH RECURSIVE r(id, depth) AS (SELECT id, 0 FROM {t} WHERE boss IS NULL UNION ALL "
+                 f"SELECT s.id, r.depth + 1 FROM {t} s JOIN r ON s.boss = r.id) SELECT id, depth FROM r")
+        plan = [r[0] for r in c.execute(f"EXPLAIN SUBSCRIBE ({query})")]
+        assert plan[0] == "strategy: recompute"
+    cur = Cursor(server, f"SUBSCRIBE ({query})")
+    assert state(cur.until(lambda r: len(state(r)) == 3)) == {(1, 0): 1, (2, 1): 1, (3, 2): 1}
+    with connect(server) as c:
+        c.execute(f"INSERT INTO {t} VALUES (4, 3), (5, 1)")
+        c.execute(f"DELETE FROM {t} WHERE id = 2")  # 3 and 4 are no longer under 1
+    want = {(1, 0): 1, (5, 1): 1}
+    assert state(cur.until(lambda r: state(r) == want, what=str(want))) == want
+    cur.close()
+
+
 def test_numeric_sums_and_averages_keep_their_scale(server):
     t = fresh("num")
     with connect(server) as c:

@@ -73,10 +73,10 @@ def test_a_name_created_after_a_miss_and_queries_not_covered(parses):
     assert getattr(err.value, "sqlstate", None) == "42P01"  # errors are not remembered
     catalog.items["u1"] = Item("u1", "t", "table", (Column("a", INT),), 1)
     assert bound_query.plan("SELECT * FROM t", catalog, _resolver_for(catalog)).names == ["a"]
-    recursive = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r"
-    assert bound_query.plan(recursive, catalog, _resolver_for(catalog)) is None  # the sqlglot path's
-    assert bound_query.plan(recursive, catalog, _resolver_for(catalog)) is None
-    assert parses.count(recursive) == 1
+    ordinality = "SELECT * FROM generate_series(1, 3) WITH ORDINALITY"
+    assert bound_query.plan(ordinality, catalog, _resolver_for(catalog)) is None  # the sqlglot path's
+    assert bound_query.plan(ordinality, catalog, _resolver_for(catalog)) is None
+    assert parses.count(ordinality) == 1
 
 
 def test_results_of_types_the_front_end_does_not_carry_take_the_older_path(parses):

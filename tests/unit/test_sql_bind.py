@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
 from planner import functions, operators, pg_parse
@@ -59,6 +61,11 @@ def test_common_types_of_union_case_and_values():
     with pytest.raises(SqlError) as err:
         coerce.common_type([INT, TEXT], "UNION")
     assert err.value.message == "UNION types integer and text cannot be matched"
+    # the first of two string types each implicitly castable to the other stays (select_common_type)
+    varchar, bpchar = column_type("varchar"), column_type("bpchar")
+    assert coerce.common_type([varchar, TEXT], "UNION").base.name == "character varying"
+    assert coerce.common_type([bpchar, TEXT], "COALESCE").base.name == "character"
+    assert coerce.common_type([TEXT, varchar], "UNION") == TEXT
 
 
 def test_precedence_is_postgres_grammar():
@@ -235,8 +242,64 @@ def test_with_queries_are_scoped_and_named_once():
     with pytest.raises(SqlError) as err:
         _bind("SELECT * FROM (WITH w AS (SELECT 1) SELECT * FROM w) s, w")
     assert err.value.sqlstate == "42P01"  # a WITH query is visible only in its own query
-    with pytest.raises(p.NotYet):
-        _bind("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r")
+
+
+def test_with_recursive_is_a_loop_over_the_previous_iteration():
+    rel = _bind("WITH RECURSIVE r(n, s) AS (SELECT 1, NULL UNION ALL SELECT n + 1, c FROM r, t1 WHERE n < a) "
+                "SELECT * FROM r")
+    loop = next(x for x in _walk(rel) if isinstance(x, p.Recursive))
+    assert [(c.name, c.type.display()) for c in loop.columns] == [("n", "integer"), ("s", "text")]
+    refs = [x for x in _walk(loop.step) if isinstance(x, p.RecursiveRef)]
+    assert [r.name for r in refs] == [loop.name] and not any(isinstance(x, p.RecursiveRef) for x in _walk(loop.base))
+    # the list is bound in the order its queries name each other, not as written
+    assert _shape("WITH RECURSIVE u(m) AS (SELECT n FROM r UNION ALL SELECT m + 1 FROM u WHERE m < 4), "
+                  "r(n) AS (SELECT 1::bigint) SELECT * FROM u") == [("m", "bigint")]
+
+
+@pytest.mark.parametrize(("sql", "sqlstate", "message"), [
+    ("WITH RECURSIVE r(n) AS (SELECT n FROM r) SELECT * FROM r", "42P19",
+     'recursive query "r" does not have the form non-recursive-term UNION [ALL] recursive-term'),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r, r AS q) SELECT * FROM r", "42P19",
+     'recursive reference to query "r" must not appear more than once'),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT (SELECT max(n) FROM r)) SELECT * FROM r", "42P19",
+     'recursive reference to query "r" must not appear within a subquery'),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n FROM t1 LEFT JOIN r ON true) SELECT * FROM r", "42P19",
+     'recursive reference to query "r" must not appear within an outer join'),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL (SELECT 7 EXCEPT SELECT n FROM r)) SELECT * FROM r", "42P19",
+     'recursive reference to query "r" must not appear within EXCEPT'),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL (SELECT n FROM r INTERSECT ALL SELECT 2)) SELECT * FROM r",
+     "42P19", 'recursive reference to query "r" must not appear within INTERSECT'),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 FROM r UNION ALL SELECT 2) SELECT * FROM r", "42P19",
+     'recursive reference to query "r" must not appear within its non-recursive term'),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT count(*) FROM r) SELECT * FROM r", "42P19",
+     "aggregate functions are not allowed in a recursive query's recursive term"),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n FROM r LIMIT 2) SELECT * FROM r", "0A000",
+     "LIMIT in a recursive query is not implemented"),
+    ("WITH RECURSIVE a(x) AS (SELECT 1 UNION ALL SELECT x FROM b), b(x) AS (SELECT x FROM a) SELECT * FROM a",
+     "0A000", "mutual recursion between WITH items is not implemented"),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 0.5 FROM r) SELECT * FROM r", "42804",
+     'recursive query "r" column 1 has type integer in non-recursive term but type numeric overall'),
+    ("WITH RECURSIVE r(s) AS (SELECT 'x'::varchar(3) UNION ALL SELECT s || 'y' FROM r) SELECT * FROM r", "42804",
+     ('recursive query "r" column 1 has type character varying(3) in non-recursive term but type character '
+     "varying overall")),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n FROM r) SELECT * FROM r", "0A000",
+     "WITH RECURSIVE with UNION (without ALL) is not supported"),
+    ("SELECT (WITH RECURSIVE r(n) AS (SELECT a UNION ALL SELECT n FROM r) SELECT n FROM r LIMIT 1) FROM t1",
+     "0A000", 'recursive query "r" naming columns of an outer query is not supported'),
+])
+def test_with_recursive_errors_are_postgres_ones(sql, sqlstate, message):
+    with pytest.raises(SqlError) as err:
+        _bind(sql)
+    assert (err.value.sqlstate, err.value.message) == (sqlstate, message)
+    assert not isinstance(err.value, p.NotYet)  # the sqlglot path would give Spark's words
+
+
+def _walk(rel):
+    yield rel
+    for f in fields(rel):
+        value = getattr(rel, f.name)
+        if isinstance(value, p.Rel.__args__):
+            yield from _walk(value)
 
 
 def test_minus_signs_folded_into_constants_through_parentheses():
