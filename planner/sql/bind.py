@@ -319,8 +319,8 @@ class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBind
         return rel, Scope(tuple(replace(c, schema=found.schema) for c in scope.columns), scope.tables)
 
     def _join(self, j: dict) -> tuple[p.Rel, Scope]:
-        if _lateral(j["larg"]):  # it would see the FROM items before the join
-            raise p.NotYet("a LATERAL subquery on the left of a JOIN is not supported yet")
+        # A LATERAL item on the left sees the FROM items before the join: the whole join was
+        # then bound as a LATERAL item (_lateral), one level in, those items beside it.
         left, lscope = self._from_item(j["larg"])
         right, rscope = self._from_item(j["rarg"], beside=lscope)
         width = len(p.columns(left))
@@ -889,7 +889,12 @@ _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
 # -- helpers -------------------------------------------------------------------------------
 
 def _lateral(node: Node) -> bool:
-    return node_type(node) == "RangeSubselect" and bool(node["RangeSubselect"].get("lateral"))
+    """A LATERAL subquery, or a join whose leftmost item is one (`FROM a, LATERAL (…) z JOIN b`:
+    z sees a, so the join is bound as a LATERAL item)."""
+    kind = node_type(node)
+    if kind == "JoinExpr":
+        return _lateral(node["JoinExpr"]["larg"])
+    return kind == "RangeSubselect" and bool(node["RangeSubselect"].get("lateral"))
 
 
 def _item_scope(name: str, cols: Sequence[p.Column], aliased: list[Node] | None) -> Scope:
