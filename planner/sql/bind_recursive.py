@@ -17,6 +17,7 @@ from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
 from planner.sql import coerce
 from planner.sql import plan as p
+from planner.types import SqlType
 
 INVALID_RECURSION = "42P19"
 DATATYPE_MISMATCH = "42804"
@@ -244,7 +245,7 @@ class RecursiveBinding:
                                                   "is not supported")
         return rel
 
-    def _no_aggregates_of_iteration(self, s: dict, aggregates: list) -> None:
+    def _no_aggregates_of_iteration(self, s: dict, aggregates: list[p.AggCall]) -> None:
         """PostgreSQL refuses aggregates in a SELECT whose own FROM (not a subquery in it)
         names a recursive query's previous iteration."""
         if aggregates and any(isinstance(self._cte(rv["relname"]), p.RecursiveRef)
@@ -262,7 +263,7 @@ def _from_range_vars(items: list[Node]) -> Iterator[dict]:
             yield from _from_range_vars([item["JoinExpr"]["larg"], item["JoinExpr"]["rarg"]])
 
 
-def _union_type(left, right):
+def _union_type(left: SqlType, right: SqlType) -> SqlType:
     """The type of a UNION's column (transformSetOperationTree): the common type, with the
     typmod only where both sides have the same type and typmod."""
     common = coerce.common_type([left, right], "UNION")

@@ -171,11 +171,9 @@ class _Generator:
             sides.append(exp.select(*(_as(exp.Cast(this=exp.column(f"c{i}", alias),
                                                    to=exp.DataType.build(c.type.spark, dialect="spark")), i)
                                       for i, c in enumerate(r.columns))).from_(self.query(rel).subquery(alias)))
-        q = exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(len(r.columns)))).from_(name)
-        q = q.with_(name, as_=exp.union(*sides, distinct=False), recursive=True)
-        q.args["with_"].expressions[0].set("alias", exp.TableAlias(
-            this=exp.to_identifier(name), columns=[exp.to_identifier(f"c{i}") for i in range(len(r.columns))]))
-        return q
+        names = ", ".join(f"c{i}" for i in range(len(r.columns)))
+        return exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(len(r.columns)))).from_(name).with_(
+            f"{name}({names})", as_=exp.union(*sides, distinct=False), recursive=True)
 
     def _set_by_key(self, s: p.SetOp) -> exp.Select:
         """INTERSECT or EXCEPT [ALL] where equal values may differ in Spark's form (an interval,
