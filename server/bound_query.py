@@ -7,6 +7,7 @@ PostgreSQL's and reaches the client.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -21,12 +22,15 @@ from server import system_catalog
 from server.catalog import Catalog, Item
 
 log = logging.getLogger("sparkwire.frontend")
+_fixpoints = itertools.count()  # WITH RECURSIVE … UNION views: unique in the Spark session
 
 
 @dataclass(frozen=True)
 class BoundQuery:
     spark_sql: str
-    views: dict[str, tuple[str, Item]]  # what the coordinator registers before running it
+    # what the coordinator registers before running it: tables (and system relations) by
+    # catalog id, then WITH RECURSIVE … UNION results ("fixpoint:…", a spark_sql.Fixpoint)
+    views: dict[str, tuple[str, Item | spark_sql.Fixpoint]]
     names: list[str]
     types: list[SqlType]
     reads: dict[str, str]  # every catalog item the query names, views too: id → name
@@ -141,7 +145,7 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
     rel, types = bound.rel, bound.types
     if per_value_scale:
         rel, types = value_scale.apply(rel, types)
-    views: dict[str, tuple[str, Item]] = {}
+    views: dict[str, tuple[str, Item | spark_sql.Fixpoint]] = {}
     resolve = resolver_for(views)
 
     def spark_name(name: str) -> str:
@@ -149,8 +153,14 @@ def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, obje
         assert isinstance(source, TableSource)
         return source.spark_name
 
+    def fixpoint(fx: spark_sql.Fixpoint) -> str:
+        # after the tables its queries read: the coordinator registers views in this order
+        name = f"__sw_fix{next(_fixpoints)}"
+        views[f"fixpoint:{name}"] = (name, fx)
+        return name
+
     try:
-        tree = spark_sql.to_spark_query(rel, spark_name, types, param_values, session)
+        tree = spark_sql.to_spark_query(rel, spark_name, types, param_values, session, fixpoint)
     except p.NotYet as why:
         log.debug("older path: %s: %s", why, text[:200])
         return None

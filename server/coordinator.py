@@ -27,6 +27,7 @@ from sqlglot import exp
 from planner.errors import UNDEFINED_TABLE, SqlError
 from planner.parser import parse_one
 from planner.spark_guard import spark_sql
+from planner.sql.spark_sql import Fixpoint
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
 from server import alter_checks, catalog_ops, check_constraints, system_catalog
@@ -34,6 +35,7 @@ from server.catalog import Catalog
 from server.catalog_items import Item
 from server.secret_store import SecretStore
 from server.unique_keys import UniqueKeys
+from spark_backend import fixpoint
 from spark_backend.consolidate import consolidate
 from spark_backend.engine import SparkEngine
 from spark_backend.errors import DataCorrupted, StorageError
@@ -473,6 +475,8 @@ class Coordinator:
             for item_id, (spark_name, item) in views.items():
                 if isinstance(item, system_catalog.SystemTable):
                     df = system_catalog.dataframe(spark, item)
+                elif isinstance(item, Fixpoint):  # it reads the tables registered before it
+                    df = fixpoint.describe(spark, item) if describe_only else fixpoint.materialize(spark, item)
                 else:
                     extra = overlay.updates.get(item_id) if overlay else None
                     # A table the reading transaction block created has no files yet: only

@@ -40,6 +40,7 @@ from sqlglot import exp
 from planner.dataflow import DataflowPlan, plan_dataflow
 from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, UNDEFINED_TABLE, SqlError
 from planner.sql import delta
+from planner.sql.spark_sql import Fixpoint
 from planner.subscribe_syntax import Subscribe
 from planner.translate import SessionContext, resolve_tree
 from planner.types import SqlType
@@ -172,7 +173,7 @@ class Subscription:
 
     def _planned(self, views: dict, reads: dict[str, str], dataflow: DataflowPlan) -> None:
         self.inputs = [microbatch.Input(cid, spark_name, item.column_names, item.column_types)
-                       for cid, (spark_name, item) in views.items()]
+                       for cid, (spark_name, item) in views.items() if not isinstance(item, Fixpoint)]
         self.input_ids = {rel.collection_id for rel in self.inputs}
         self.views = views
         self.reads = reads

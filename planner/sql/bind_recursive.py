@@ -192,10 +192,6 @@ def check_well_formed(cte: dict) -> None:
             value = s[key]
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{clause} in a recursive query is not implemented",
                            position=_location(value[0] if isinstance(value, list) else value))
-    if not s.get("all"):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE with UNION (without ALL) is not supported",
-                       hint="Use UNION ALL, with a condition in the recursive term that ends the recursion.",
-                       position=_pos(cte))
 
 
 _ids = itertools.count()  # a RecursiveRef's name: unique across statements, so within each
@@ -239,7 +235,8 @@ class RecursiveBinding:
                 raise SqlError(FEATURE_NOT_SUPPORTED, f'column {i + 1} of recursive query "{name}" is a numeric '
                                                       "whose digits after the point change between iterations",
                                hint="Cast it to a numeric with a scale, such as numeric(20, 4).")
-        rel = p.Recursive(ref.name, coerce.cast_columns(base, types), coerce.cast_columns(step, types), cols)
+        rel = p.Recursive(ref.name, coerce.cast_columns(base, types), coerce.cast_columns(step, types), cols,
+                          distinct=not s.get("all"))
         if p.refers_outward(rel, 1):
             raise SqlError(FEATURE_NOT_SUPPORTED, f'recursive query "{name}" naming columns of an outer query '
                                                   "is not supported")

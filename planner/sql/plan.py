@@ -400,14 +400,16 @@ class FlatMap:
 
 @dataclass(frozen=True)
 class Recursive:
-    """WITH RECURSIVE's query (UNION ALL): `base`'s rows, then `step`'s over the rows the
-    iteration before added (`step` reads them as the RecursiveRef named `name`), until an
-    iteration adds none. Both sides' columns are of `columns`' types."""
+    """WITH RECURSIVE's query: `base`'s rows, then `step`'s over the rows the iteration
+    before added (`step` reads them as the RecursiveRef named `name`), until an iteration
+    adds none. Both sides' columns are of `columns`' types. `distinct` (UNION rather than
+    UNION ALL): a row already in the result, or repeated, is not added."""
 
     name: str  # unique in the statement
     base: Rel
     step: Rel
     columns: tuple[Column, ...]
+    distinct: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache, partial
 
@@ -40,6 +41,22 @@ from planner.types import BY_NAME, SqlType
 TableName = Callable[[str], str]
 
 
+@dataclass(frozen=True)
+class Fixpoint:
+    """A WITH RECURSIVE … UNION query, which Spark's loop cannot run (it keeps repeated
+    rows): the runner computes it before the statement, as a view of the rows of `base`
+    and then of `step` over the view `work` (the rows the iteration before added), each
+    time less those already there, until none is new. Columns c0, c1, ..."""
+
+    base: str  # Spark SQL
+    step: str  # Spark SQL reading the view named `work`
+    work: str
+
+
+# Registers a Fixpoint to be computed before the statement runs; gives the view holding it.
+FixpointView = Callable[[Fixpoint], str]
+
+
 def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
              param_values: dict[int, object] | None = None) -> str:
     """The Spark SQL computing `rel`'s rows, columns named c0, c1, ... in order; with
@@ -52,12 +69,14 @@ def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | No
 
 def to_spark_query(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
                    param_values: dict[int, object] | None = None,
-                   session: SessionContext | None = None) -> exp.Query:
+                   session: SessionContext | None = None, fixpoint: FixpointView | None = None) -> exp.Query:
     """`to_spark`'s query as a sqlglot tree (Spark dialect), for planners that wrap it: the
     SUBSCRIBE dataflow (planner.sql.delta) names the columns of its delta queries around it.
     `session` gives the values of now(), version() and the like (without it they are not
-    covered). Subqueries are first made to name one query level out at most (planner.sql.hoist)."""
-    query = _Generator(table_name, param_values, session).query(hoist.forwarded(hoist.lifted(rel)))
+    covered); `fixpoint` registers what must be computed first (without it WITH RECURSIVE …
+    UNION is not covered). Subqueries are first made to name one query level out at most
+    (planner.sql.hoist)."""
+    query = _Generator(table_name, param_values, session, fixpoint).query(hoist.forwarded(hoist.lifted(rel)))
     if output_types is not None:
         query = _cast_outputs(query, output_types)
     return query
@@ -86,8 +105,9 @@ def _output_cast(e: exp.Expression, t: SqlType) -> exp.Expression:
 
 class _Generator:
     def __init__(self, table_name: TableName, param_values: dict[int, object] | None,
-                 session: SessionContext | None = None) -> None:
+                 session: SessionContext | None = None, fixpoint: FixpointView | None = None) -> None:
         self.table_name = table_name
+        self.fixpoint = fixpoint
         self.param_values = param_values
         self.session = session
         self.aliases = (f"t{i}" for i in itertools.count())
@@ -161,19 +181,32 @@ class _Generator:
         raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
 
     def _recursive(self, r: p.Recursive) -> exp.Select:
-        """Spark's own recursive CTE (a UNION ALL of the anchor and the step reading the CTE),
-        each side cast to the columns' types: Spark types the loop by the anchor and refuses a
-        step of another type."""
-        name = self.iterations[r.name] = f"sw_rec{len(self.iterations)}"
-        sides = []
-        for rel in (r.base, r.step):
-            alias = next(self.aliases)
-            sides.append(exp.select(*(_as(exp.Cast(this=exp.column(f"c{i}", alias),
-                                                   to=exp.DataType.build(c.type.spark, dialect="spark")), i)
-                                      for i, c in enumerate(r.columns))).from_(self.query(rel).subquery(alias)))
+        """UNION ALL: Spark's own recursive CTE (the anchor UNION ALL the step reading the CTE).
+        UNION: a Fixpoint the runner computes first (Spark's loop keeps repeated rows). Each
+        side is cast to the columns' types: Spark types the loop by the anchor."""
+        if r.distinct:
+            if any(equal_by_key(c.type) for c in r.columns):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE … UNION over an interval or jsonb column "
+                                                      "is not supported", hint="Use UNION ALL.")
+            if self.fixpoint is None:
+                raise p.NotYet("WITH RECURSIVE … UNION is computed before the statement, which this plan cannot")
+            work = self.iterations[r.name] = f"sw_work{len(self.iterations)}"
+            base, step = (self._typed(rel, r.columns).sql(dialect="spark") for rel in (r.base, r.step))
+            name = self.fixpoint(Fixpoint(base, step, work))
+        else:
+            name = self.iterations[r.name] = f"sw_rec{len(self.iterations)}"
+        q = exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(len(r.columns)))).from_(name)
+        if r.distinct:
+            return q
         names = ", ".join(f"c{i}" for i in range(len(r.columns)))
-        return exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(len(r.columns)))).from_(name).with_(
-            f"{name}({names})", as_=exp.union(*sides, distinct=False), recursive=True)
+        sides = [self._typed(rel, r.columns) for rel in (r.base, r.step)]
+        return q.with_(f"{name}({names})", as_=exp.union(*sides, distinct=False), recursive=True)
+
+    def _typed(self, rel: p.Rel, columns: tuple[p.Column, ...]) -> exp.Select:
+        alias = next(self.aliases)
+        return exp.select(*(_as(exp.Cast(this=exp.column(f"c{i}", alias),
+                                         to=exp.DataType.build(c.type.spark, dialect="spark")), i)
+                            for i, c in enumerate(columns))).from_(self.query(rel).subquery(alias))
 
     def _set_by_key(self, s: p.SetOp) -> exp.Select:
         """INTERSECT or EXCEPT [ALL] where equal values may differ in Spark's form (an interval,

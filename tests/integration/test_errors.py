@@ -15,6 +15,8 @@ import psycopg
 import pytest
 from psycopg import pq
 
+from tests.support import running_server
+
 
 @pytest.fixture(scope="module")
 def setup(server):
@@ -292,3 +294,18 @@ def test_server_survived(setup, bystander):
     bystander.execute("COMMIT")
     with psycopg.connect(setup.dsn, autocommit=True) as fresh:
         assert fresh.execute("SELECT name FROM items WHERE id = 100").fetchone() == ("bystander",)
+
+
+def test_with_recursive_past_the_iteration_limit_of_either_loop():
+    # PostgreSQL has no limit; both of ours (Spark's loop for UNION ALL, the fixpoint for
+    # UNION) stop at spark.sql.cteRecursionLevelLimit: 54001, not a hang or Spark's words
+    with running_server(extra_args=["--spark-conf", "spark.sql.cteRecursionLevelLimit=4"]) as server, \
+            psycopg.connect(server.dsn, autocommit=True) as conn:
+        within = "WITH RECURSIVE t(n) AS (SELECT 1 UNION{} SELECT n + 1 FROM t WHERE n < 4) SELECT sum(n) FROM t"
+        beyond = "WITH RECURSIVE t(n) AS (SELECT 1 UNION{} SELECT n + 1 FROM t) SELECT sum(n) FROM t"
+        for union in ("", " ALL"):
+            assert conn.execute(within.format(union)).fetchone() == (10,)
+            with pytest.raises(psycopg.Error) as err:
+                conn.execute(beyond.format(union))
+            assert err.value.sqlstate == "54001", err.value
+            assert "WITH RECURSIVE ran more iterations than" in str(err.value)

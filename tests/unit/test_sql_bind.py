@@ -251,6 +251,9 @@ def test_with_recursive_is_a_loop_over_the_previous_iteration():
     assert [(c.name, c.type.display()) for c in loop.columns] == [("n", "integer"), ("s", "text")]
     refs = [x for x in _walk(loop.step) if isinstance(x, p.RecursiveRef)]
     assert [r.name for r in refs] == [loop.name] and not any(isinstance(x, p.RecursiveRef) for x in _walk(loop.base))
+    assert not loop.distinct
+    union = _bind("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n FROM r) SELECT * FROM r")
+    assert next(x for x in _walk(union) if isinstance(x, p.Recursive)).distinct
     # the list is bound in the order its queries name each other, not as written
     assert _shape("WITH RECURSIVE u(m) AS (SELECT n FROM r UNION ALL SELECT m + 1 FROM u WHERE m < 4), "
                   "r(n) AS (SELECT 1::bigint) SELECT * FROM u") == [("m", "bigint")]
@@ -282,8 +285,6 @@ def test_with_recursive_is_a_loop_over_the_previous_iteration():
     ("WITH RECURSIVE r(s) AS (SELECT 'x'::varchar(3) UNION ALL SELECT s || 'y' FROM r) SELECT * FROM r", "42804",
      ('recursive query "r" column 1 has type character varying(3) in non-recursive term but type character '
      "varying overall")),
-    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n FROM r) SELECT * FROM r", "0A000",
-     "WITH RECURSIVE with UNION (without ALL) is not supported"),
     ("SELECT (WITH RECURSIVE r(n) AS (SELECT a UNION ALL SELECT n FROM r) SELECT n FROM r LIMIT 1) FROM t1",
      "0A000", 'recursive query "r" naming columns of an outer query is not supported'),
 ])
