@@ -327,6 +327,11 @@ FUNCTIONS: tuple[Function, ...] = (
     F(3200, "json_build_object", '"any"', "json", "rewrite", variadic=True),
     F(3201, "json_build_object", "", "json", "'{}'"),
     F(3968, "json_typeof", "json", "text", "rewrite"),
+    # json's constructors (planner.json_calls): Python UDFs writing json's text (planner.json_text)
+    F(3176, "to_json", "anyelement", "json", "rewrite"),
+    F(3198, "json_build_array", '"any"', "json", "rewrite", variadic=True),
+    F(3199, "json_build_array", "", "json", "'[]'"),
+    A(3175, "json_agg", "anyelement", "json", "rewrite"),
     F(3207, "jsonb_array_length", "jsonb", "integer", "rewrite"),
     F(3210, "jsonb_typeof", "jsonb", "text", "rewrite"),
     # jsonb's functions (planner.jsonb_calls): Python UDFs over jsonb's text (planner.jsonb_funcs);

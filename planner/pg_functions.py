@@ -433,13 +433,15 @@ _SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # S
 # Catalogued functions the older path (sqlglot's tree) does not translate: they need the
 # front end's types and scales (to_char's pattern, besides, is rewritten by sqlglot).
 FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale", "to_number", "to_date",
-                            "age", "justify_hours", "justify_days", "justify_interval", "make_interval"})
+                            "age", "justify_hours", "justify_days", "justify_interval", "make_interval",
+                            "to_json", "json_agg", "json_build_array"})
 # sqlglot's nodes for the calls whose PostgreSQL pattern it rewrites (to_char, to_date, to_number,
 # to_timestamp(text, text)), and for justify_* (front end only, as FRONT_END_ONLY's), by the
 # name the error gives
 _PATTERN_CALLS = {exp.TimeToStr: "to_char", exp.StrToDate: "to_date", exp.StrToTime: "to_timestamp",
                   exp.ToNumber: "to_number", exp.JustifyHours: "justify_hours", exp.JustifyDays: "justify_days",
-                  exp.JustifyInterval: "justify_interval", exp.MakeInterval: "make_interval"}
+                  exp.JustifyInterval: "justify_interval", exp.MakeInterval: "make_interval",
+                  exp.JSONArrayAgg: "json_agg"}
 
 
 def typed(tree: exp.Expression) -> None:
@@ -462,8 +464,8 @@ def typed(tree: exp.Expression) -> None:
             # sqlglot has already turned a PostgreSQL pattern into strftime's, which does not
             # map back one to one; these run on the front end of our own only
             name = _PATTERN_CALLS.get(type(node)) or node.name.lower()
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} is not supported in a query with WITH RECURSIVE, "
-                                                  "LATERAL, a set-returning function or a system catalog")
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} is not supported in a query with a system catalog, "
+                                                  "a GROUPS or EXCLUDE window frame, WITH ORDINALITY or ROWS FROM")
         elif isinstance(node, (exp.Concat, exp.ConcatWs)):
             for arg in list(node.expressions):
                 text = _output_text(arg)

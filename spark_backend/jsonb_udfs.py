@@ -1,5 +1,5 @@
 """The jsonb operators' and functions' Python UDFs (`planner.jsonb_ops`,
-`planner.jsonb_funcs`), registered in a Spark session under the names the planner writes
+`planner.jsonb_funcs`) and json's constructors' (`planner.json_text`), registered in a Spark session under the names the planner writes
 (their modules' UDF_NAMES).
 
 Arrow-batched: each runs in Spark's Python workers, which import our packages as the
@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from planner import jsonb_funcs, jsonb_ops, jsonb_order
+from planner import json_text, jsonb_funcs, jsonb_ops, jsonb_order
 from planner.errors import SqlError
 from planner.sql_template import ERROR_PREFIX
 
@@ -52,5 +52,7 @@ def register(spark) -> None:
     for op, name in jsonb_funcs.UDF_NAMES.items():
         returns = _FUNC_RETURNS.get(op, "string")
         spark.udf.register(name, udf(carrying_sqlstate(getattr(jsonb_funcs, op)), returns, useArrow=True))
+    for op, name in json_text.UDF_NAMES.items():
+        spark.udf.register(name, udf(carrying_sqlstate(getattr(json_text, op)), "string", useArrow=True))
     # jsonb's order and equality (1 = 1.0) as bytes Spark compares: comparisons and ORDER BY
     spark.udf.register(jsonb_order.UDF_NAME, udf(carrying_sqlstate(jsonb_order.sort_key), "binary", useArrow=True))

@@ -31,7 +31,7 @@ from planner.types import SqlType
 GROUPING_ERROR = "42803"
 INVALID_COLUMN_REFERENCE = "42P10"
 # The aggregates whose value shows the order of their input.
-ORDER_SENSITIVE = frozenset({"array_agg", "string_agg", "jsonb_agg", "jsonb_object_agg"})
+ORDER_SENSITIVE = frozenset({"array_agg", "string_agg", "jsonb_agg", "jsonb_object_agg", "json_agg"})
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class AggregateBinding:
         finally:
             level.aggregates = collected
         condition = self._filter_condition(n)
-        if name == "jsonb_agg" and len(args) == 1 and args[0].type == coerce.UNKNOWN:
+        if name in ("jsonb_agg", "json_agg") and len(args) == 1 and args[0].type == coerce.UNKNOWN:
             raise SqlError("42804", "could not determine polymorphic type because input has type unknown",
                            position=where)
         if distinct:

@@ -134,7 +134,7 @@ class AggCall:
     """An aggregate, evaluated by `Reduce`; `distinct` as in count(DISTINCT x). `filter` is
     FILTER (WHERE …): the rows it is false or NULL for are not aggregated. `order` is an
     ORDER BY inside the call, kept only for the aggregates whose value depends on the order
-    of their input (array_agg, string_agg, jsonb_agg, jsonb_object_agg)."""
+    of their input (array_agg, string_agg, jsonb_agg, jsonb_object_agg, json_agg)."""
 
     func: Function
     args: tuple[Expr, ...]  # empty for count(*)

@@ -1,5 +1,5 @@
 """An aggregate's FILTER and ORDER BY in Spark SQL, and the aggregates that collect their
-input (array_agg, string_agg, jsonb_agg, jsonb_object_agg).
+input (array_agg, string_agg, jsonb_agg, jsonb_object_agg, json_agg).
 
 FILTER (WHERE c) of an aggregate that skips NULL inputs (PostgreSQL's strict ones: every
 aggregate here but count(*) and the collecting ones) is the aggregate of its arguments
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from planner import interval_calls, jsonb_calls
+from planner import interval_calls, json_calls, jsonb_calls
 from planner.sql_template import spark
 from planner.types import SqlType
 
-COLLECTING = frozenset({"array_agg", "string_agg", "jsonb_agg", "jsonb_object_agg"})
+COLLECTING = frozenset({"array_agg", "string_agg", "jsonb_agg", "jsonb_object_agg", "json_agg"})
 INTERVAL_AGGREGATES = frozenset({"sum", "avg", "max", "min"})
 
 
@@ -129,6 +129,9 @@ def collecting(name: str, args: Sequence[exp.Expression], types: Sequence[SqlTyp
         return array_agg(collected(args, keys, condition, distinct))
     if name == "string_agg":
         return string_agg(collected(args, keys, condition, distinct, skip_null=True))
+    if name == "json_agg":
+        return json_calls.aggregate_of(collected(json_calls.aggregate_fields(list(args), list(types)), keys,
+                                                 condition, distinct), list(types))
     fields = jsonb_calls.aggregate_fields(name, list(args), list(types))
     return jsonb_calls.aggregate_of(name, collected(fields, keys, condition, distinct), list(types))
 

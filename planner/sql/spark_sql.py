@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from planner import (
     interval_calls,
+    json_calls,
     jsonb_calls,
     jsonb_order,
     params,
@@ -338,6 +339,8 @@ class _Generator:
         args = [self.scalar(x, cols) for x in a.args]
         condition = self.scalar(a.filter, cols) if a.filter is not None else None
         if a.func.name in spark_aggregates.COLLECTING:
+            if a.distinct and a.func.name in json_calls.AGGREGATES:  # its values are text by then
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"{a.func.name}(DISTINCT ...) is not supported")
             if a.distinct and a.func.name in jsonb_calls.AGGREGATES:
                 raise p.NotYet(f"{a.func.name}(DISTINCT ...) is not covered by this front end yet")
             keys = [spark_aggregates.Key(self.scalar(k.expr, cols), k.descending, k.nulls_first,
@@ -558,6 +561,8 @@ class _Generator:
                 return SESSION_FUNCTIONS[f.name](self.session)
             case p.Call(func=f, args=args) if f.name in jsonb_calls.TYPED:
                 return jsonb_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
+            case p.Call(func=f, args=args) if f.name in json_calls.TYPED:
+                return json_calls.call(f.name, [self.scalar(a, cols) for a in args], [a.type for a in args])
             case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
                 # each argument by its type's output function, as concat's
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])

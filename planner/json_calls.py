@@ -1,0 +1,59 @@
+"""The json type's constructors as Spark SQL: calls of the UDFs of `planner.json_text`,
+written from the arguments' Spark SQL and their PostgreSQL types (as planner.jsonb_calls
+does for jsonb's)."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from planner import pg_functions
+from planner.json_text import UDF_NAMES
+from planner.jsonb_funcs import type_tag
+from planner.types import BY_NAME, SqlType
+
+TYPED = frozenset(("to_json", "json_build_object", "json_build_array"))
+AGGREGATES = frozenset(("json_agg",))
+
+
+def udf(op: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=UDF_NAMES[op], expressions=list(args))
+
+
+def _known(t: SqlType) -> SqlType:
+    # an untyped NULL or parameter is text, as "any" takes it
+    return SqlType(BY_NAME["text"], -1, t.is_array) if t.base.name not in BY_NAME else t
+
+
+def value(arg: exp.Expression, t: SqlType) -> exp.Expression:
+    """The json text of a value of type `t` (SQL NULL stays NULL)."""
+    t = _known(t)
+    if t.base.name == "json" and not t.is_array:
+        return arg
+    return udf("to_json", arg, exp.Literal.string(type_tag(t)))
+
+
+def call(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Expression:
+    """A call of one of TYPED, its arguments already Spark SQL of these PostgreSQL types."""
+    if name == "to_json":
+        return value(args[0], types[0])
+    if name == "json_build_object":
+        if len(args) % 2:
+            return pg_functions.pg_error("22023", "argument list must have even number of elements")
+        keys = [udf("key", args[i], exp.Literal.string(type_tag(_known(types[i]))), exp.Literal.number(i + 1))
+                for i in range(0, len(args), 2)]
+        values = [value(args[i], types[i]) for i in range(1, len(args), 2)]
+        return udf("build_object", exp.Array(expressions=keys), exp.Array(expressions=values))
+    if name == "json_build_array":
+        return udf("build_array", exp.Array(expressions=[value(a, t) for a, t in zip(args, types, strict=True)]))
+    raise KeyError(name)
+
+
+def aggregate_fields(args: list[exp.Expression], types: list[SqlType]) -> list[exp.Expression]:
+    """What json_agg collects of each row: the value's json text."""
+    return [value(args[0], types[0])]
+
+
+def aggregate_of(rows: exp.Expression, types: list[SqlType]) -> exp.Expression:
+    """json_agg of `rows`, an array of structs of `aggregate_fields` (v0) in order: NULL for
+    no rows, a NULL value as JSON null (a struct keeps it where collect_list drops NULLs)."""
+    return udf("agg", rows, exp.Boolean(this=types[0].is_array))
