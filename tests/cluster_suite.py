@@ -33,10 +33,19 @@ from tests.integration.test_subscribe import (
     test_declare_fetch_forms,
     test_fetch_without_timeout_waits_for_a_row,
     test_stream_extended_protocol_stopped_by_cancel,
-    test_subscribe_shape_matches_select_as_of,
     test_update_is_retraction_and_insertion_at_one_timestamp,
 )
 from tests.spark_cluster import kafka_broker
+
+# The shapes SUBSCRIBE runs here: one of each strategy and plan (linear, per-group aggregate,
+# join, recompute, a view); every shape runs locally in test_subscribe.py.
+SHAPES_RUN = ["table", "view", "filter", "inner_join", "group_by", "union", "scalar_subquery", "rollup"]
+
+
+@pytest.mark.parametrize("shape", SHAPES_RUN)
+def test_subscribe_shape_matches_select_as_of(shape_run, shape):
+    """SUBSCRIBE over a table, a view and a query of each strategy equals SELECT AS OF at every timestamp."""
+    assert shape_run[shape] == [], "\n".join(shape_run[shape])
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +55,7 @@ def broker(server):
 
 
 __all__ = [
+    "SHAPES_RUN",
     "broker",
     "clock",
     "people",

@@ -377,17 +377,19 @@ SHAPES.update({name: (f"({q})", q) for name, q in QUERIES.items()})
 
 
 @pytest.fixture(scope="module")
-def shape_run(server, clock):
+def shape_run(server, clock, request):
     """Open a subscription per shape, run the write script once, check each against AS OF.
 
-    Returns name → list of problems (empty when the shape behaved).
+    Returns name → list of problems (empty when the shape behaved). A module may name the
+    shapes it runs in SHAPES_RUN (tests/cluster_suite.py: one of each strategy).
     """
+    shapes = {name: SHAPES[name] for name in getattr(request.module, "SHAPES_RUN", SHAPES)}
     admin = connect(server)
     for sql in SHAPE_SETUP:
         admin.execute(sql)
-    problems: dict[str, list[str]] = {name: [] for name in SHAPES}
+    problems: dict[str, list[str]] = {name: [] for name in shapes}
     opened = open_feeds(server, {name: f"SUBSCRIBE {target} WITH (PROGRESS)"
-                                 for name, (target, _) in SHAPES.items()})
+                                 for name, (target, _) in shapes.items()})
     feeds: dict[str, Feed] = {}
     for name, feed in opened.items():
         if isinstance(feed, Feed):
