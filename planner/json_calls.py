@@ -8,8 +8,9 @@ from sqlglot import exp
 
 from planner import pg_functions
 from planner.json_text import UDF_NAMES
+from planner.jsonb_calls import known
 from planner.jsonb_funcs import type_tag
-from planner.types import BY_NAME, SqlType
+from planner.types import SqlType
 
 TYPED = frozenset(("to_json", "json_build_object", "json_build_array"))
 AGGREGATES = frozenset(("json_agg",))
@@ -19,14 +20,9 @@ def udf(op: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=UDF_NAMES[op], expressions=list(args))
 
 
-def _known(t: SqlType) -> SqlType:
-    # an untyped NULL or parameter is text, as "any" takes it
-    return SqlType(BY_NAME["text"], -1, t.is_array) if t.base.name not in BY_NAME else t
-
-
 def value(arg: exp.Expression, t: SqlType) -> exp.Expression:
     """The json text of a value of type `t` (SQL NULL stays NULL)."""
-    t = _known(t)
+    t = known(t)
     if t.base.name == "json" and not t.is_array:
         return arg
     return udf("to_json", arg, exp.Literal.string(type_tag(t)))
@@ -39,7 +35,7 @@ def call(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Exp
     if name == "json_build_object":
         if len(args) % 2:
             return pg_functions.pg_error("22023", "argument list must have even number of elements")
-        keys = [udf("key", args[i], exp.Literal.string(type_tag(_known(types[i]))), exp.Literal.number(i + 1))
+        keys = [udf("key", args[i], exp.Literal.string(type_tag(known(types[i]))), exp.Literal.number(i + 1))
                 for i in range(0, len(args), 2)]
         values = [value(args[i], types[i]) for i in range(1, len(args), 2)]
         return udf("build_object", exp.Array(expressions=keys), exp.Array(expressions=values))

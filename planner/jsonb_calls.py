@@ -54,21 +54,21 @@ def _spark(text: str, **args: exp.Expression) -> exp.Expression:
     return tree.transform(fill)
 
 
-def _known(t: SqlType) -> SqlType:
-    # An untyped value (a NULL or a parameter with no type) is text, as "any" takes it.
+def known(t: SqlType) -> SqlType:
+    """`t`, or text for an untyped value (a NULL or a parameter with no type), as "any" takes it."""
     return SqlType(BY_NAME["text"], -1, t.is_array) if t.base.name not in BY_NAME else t
 
 
 def value(arg: exp.Expression, t: SqlType) -> exp.Expression:
     """The jsonb text of a value of type `t` (SQL NULL stays NULL)."""
-    t = _known(t)
+    t = known(t)
     if t.base.name == "jsonb" and not t.is_array:
         return arg
     return udf("to_jsonb", arg, exp.Literal.string(type_tag(t)))
 
 
 def _key(arg: exp.Expression, t: SqlType, position: int) -> exp.Expression:
-    return udf("object_key", arg, exp.Literal.string(type_tag(_known(t))), exp.Literal.number(position))
+    return udf("object_key", arg, exp.Literal.string(type_tag(known(t))), exp.Literal.number(position))
 
 
 def call(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Expression:
