@@ -73,7 +73,7 @@ def _range_vars(node: Any, shadowed: frozenset[str]) -> Iterator[tuple[dict, fro
         return
     if not isinstance(node, dict):
         return
-    if len(node) == 1 and next(iter(node))[:1].isupper():
+    if _wrapped(node):
         kind, fields = next(iter(node.items()))
         if kind == "RangeVar":
             yield fields, shadowed
@@ -102,6 +102,7 @@ def _stmt_range_vars(s: dict, shadowed: frozenset[str]) -> Iterator[tuple[dict, 
 
 
 def _wrapped(value: dict) -> bool:
+    """A node given as {Kind: fields} (pglast's JSON), not a node's own fields."""
     return len(value) == 1 and next(iter(value))[:1].isupper()
 
 
