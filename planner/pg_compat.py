@@ -389,8 +389,8 @@ def _json_extract(node: exp.JSONExtract) -> exp.Expression:
     with keys in byte order, where PostgreSQL's jsonb text has spaces and orders keys by
     length first."""
     path = node.expression.sql("spark").strip("'")
-    return exp.Anonymous(this="to_json", expressions=[exp.Anonymous(this="variant_get", expressions=[
-        exp.Anonymous(this="parse_json", expressions=[node.this]), exp.Literal.string(path)])])
+    return pg_functions.spark_to_json(exp.Anonymous(this="variant_get", expressions=[
+        exp.Anonymous(this="parse_json", expressions=[node.this]), exp.Literal.string(path)]))
 
 
 def _json_typeof(value: exp.Expression) -> exp.Expression:

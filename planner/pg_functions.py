@@ -376,9 +376,17 @@ def rewrite(node: exp.Expression) -> exp.Expression:
     return make(node) if make is not None else node
 
 
+def spark_to_json(arg: exp.Expression) -> exp.Expression:
+    """Spark's to_json, written by a rewrite here: marked, so that it is not taken for a call
+    of PostgreSQL's to_json (FRONT_END_ONLY), which only the front end of our own runs."""
+    node = exp.Anonymous(this="to_json", expressions=[arg])
+    node.meta["rewrite"] = True
+    return node
+
+
 def _json_scalar(value: exp.Expression) -> exp.Expression:
     """A value as JSON text: Spark's to_json of a one-element array, brackets cut off."""
-    text = _fn("to_json", exp.Array(expressions=[value.copy()]))
+    text = spark_to_json(exp.Array(expressions=[value.copy()]))
     return _fn("substring", text, exp.Literal.number(2), exp.Sub(this=_fn("length", text), expression=exp.Literal.number(2)))
 
 
@@ -460,7 +468,8 @@ def typed(tree: exp.Expression) -> None:
                 node.replace(text_form)
         elif node.meta.get("pg_format"):
             node.replace(_format_call(node))
-        elif type(node) in _PATTERN_CALLS or (isinstance(node, exp.Anonymous) and node.name.lower() in FRONT_END_ONLY):
+        elif type(node) in _PATTERN_CALLS or (isinstance(node, exp.Anonymous) and node.name.lower() in FRONT_END_ONLY
+                                              and not node.meta.get("rewrite")):
             # sqlglot has already turned a PostgreSQL pattern into strftime's, which does not
             # map back one to one; these run on the front end of our own only
             name = _PATTERN_CALLS.get(type(node)) or node.name.lower()

@@ -110,3 +110,16 @@ def test_the_spark_functions_allowed_are_the_catalogs():
     for dangerous in ("reflect", "java_method", "try_reflect", "input_file_name", "from_protobuf",
                       "xpath", "from_xml", "read_files", "http_request", "range"):
         assert dangerous not in named
+
+
+def test_the_older_paths_own_to_json_is_not_the_users():
+    # json_build_object and jsonb `->` are written with Spark's to_json on the older path; a
+    # user's to_json there is PostgreSQL's, which only the front end of our own runs (0A000)
+    def older(sql: str) -> str:
+        return spark_sql(resolve_tree(parse_one(sql).statement.ast, lambda name: None, CTX))
+
+    assert "to_json" in older("SELECT json_build_object('a', 1.5), '{\"a\": [1]}'::jsonb -> 'a'").lower()
+    for sql in ("SELECT to_json(1)", "SELECT to_json(ARRAY[1])"):
+        with pytest.raises(SqlError) as err:
+            older(sql)
+        assert err.value.sqlstate == "0A000", sql
