@@ -56,6 +56,7 @@ class Fixpoint:
 
 # Registers a Fixpoint to be computed before the statement runs; gives the view holding it.
 FixpointView = Callable[[Fixpoint], str]
+_work_views = itertools.count()  # Fixpoint.work names, unique in the process
 
 
 def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
@@ -185,23 +186,23 @@ class _Generator:
         """UNION ALL: Spark's own recursive CTE (the anchor UNION ALL the step reading the CTE).
         UNION: a Fixpoint the runner computes first (Spark's loop keeps repeated rows). Each
         side is cast to the columns' types: Spark types the loop by the anchor."""
-        if r.distinct:
-            if any(equal_by_key(c.type) for c in r.columns):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE … UNION over an interval or jsonb column "
-                                                      "is not supported", hint="Use UNION ALL.")
-            if self.fixpoint is None:
-                raise p.NotYet("WITH RECURSIVE … UNION is computed before the statement, which this plan cannot")
-            work = self.iterations[r.name] = f"sw_work{len(self.iterations)}"
-            base, step = (self._typed(rel, r.columns).sql(dialect="spark") for rel in (r.base, r.step))
-            name = self.fixpoint(Fixpoint(base, step, work))
-        else:
+        width = len(r.columns)
+        if not r.distinct:  # the CTE's name is the statement's own
             name = self.iterations[r.name] = f"sw_rec{len(self.iterations)}"
-        q = exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(len(r.columns)))).from_(name)
-        if r.distinct:
-            return q
-        names = ", ".join(f"c{i}" for i in range(len(r.columns)))
-        sides = [self._typed(rel, r.columns) for rel in (r.base, r.step)]
-        return q.with_(f"{name}({names})", as_=exp.union(*sides, distinct=False), recursive=True)
+            sides = [self._typed(rel, r.columns) for rel in (r.base, r.step)]
+            return exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(width))).from_(name).with_(
+                f"{name}({', '.join(f'c{i}' for i in range(width))})", as_=exp.union(*sides, distinct=False),
+                recursive=True)
+        if any(equal_by_key(c.type) for c in r.columns):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE … UNION over an interval or jsonb column "
+                                                  "is not supported", hint="Use UNION ALL.")
+        if self.fixpoint is None:
+            raise p.NotYet("WITH RECURSIVE … UNION is computed before the statement, which this plan cannot")
+        # a temp view of the Spark session, which statements running at once share: unique
+        work = self.iterations[r.name] = f"sw_work{next(_work_views)}"
+        base, step = (self._typed(rel, r.columns).sql(dialect="spark") for rel in (r.base, r.step))
+        name = self.fixpoint(Fixpoint(base, step, work))
+        return exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(width))).from_(name)
 
     def _typed(self, rel: p.Rel, columns: tuple[p.Column, ...]) -> exp.Select:
         alias = next(self.aliases)

@@ -49,6 +49,10 @@ def test_union_is_a_fixpoint_computed_before_the_statement():
     assert "fix1" in text and "RECURSIVE" not in text and "UNION" not in text
     assert "tbl_edges" in fx.step and f"FROM {fx.work} AS" in fx.step
     assert fx.work not in fx.base and "CAST(" in fx.base
+    # the work view is a temp view of the shared Spark session: two statements never share one
+    again: list[spark_sql.Fixpoint] = []
+    _spark(REACH.format(""), again)
+    assert again[0].work != fx.work
 
 
 def test_union_without_a_place_to_compute_it_is_not_covered():
