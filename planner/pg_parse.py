@@ -104,6 +104,26 @@ def position_of(node: Node) -> int | None:
     return position(inner) if isinstance(inner, dict) else None
 
 
+def leftmost_position(node: Node) -> int | None:
+    """Where an expression starts, as PostgreSQL's exprLocation reports it: the leftmost
+    location in it (`'x' || 'y'` is at `'x'`, not at the operator)."""
+    found: list[int] = []
+
+    def walk(n: object) -> None:
+        if isinstance(n, dict):
+            loc = n.get("location")
+            if isinstance(loc, int) and loc >= 0:
+                found.append(loc)
+            for v in n.values():
+                walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+
+    walk(node)
+    return min(found) + 1 if found else None
+
+
 def names(items: list[Node] | None) -> list[str]:
     """A qualified name list (`[{"String": {"sval": "pg_catalog"}}, ...]`) as strings."""
     return [i["String"]["sval"] for i in items or () if "String" in i]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner import pg_parse
+from planner.errors import SqlError
 from planner.sql import bind, coerce, delta, dml, numeric_scale, spark_sql, value_scale
 from planner.sql import plan as p
 from planner.translate import SessionContext, TableSource
@@ -87,16 +88,22 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
         return hit
     relations = _Relations(catalog)
     try:
-        node = pg_parse.parse_one(text)
+        node = statement = pg_parse.parse_one(text)
         cast_from = None
+        values = None
         if write is not None:
             relations.seen[write.table] = catalog.get(write.table)  # its columns shaped the query
+            values = dml.insert_values(node) if pg_parse.node_type(node) == "InsertStmt" else None
             found = dml.rows_query(node, write.table, write.targets)
             if found is None:
                 raise p.NotYet("this form of the statement is not covered by this front end yet")
             node, cast_from = found
         types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
-        rel = bind.Binder(relations, text, types, resolve_unknowns=cast_from is None).query(node)
+        binder = bind.Binder(relations, text, types, resolve_unknowns=cast_from is None)
+        if values is not None:
+            rel = dml.values_rel(statement, values, write.targets, lambda v: binder.expr_alone(v, "VALUES"))
+        else:
+            rel = binder.query(node)
         if cast_from is not None:
             rel = dml.cast_columns(rel, write.targets, cast_from)
         cols = p.columns(rel)
@@ -117,6 +124,21 @@ class _Dml:
 
     table: str
     targets: tuple[dml.Target, ...]
+
+
+def param_types(text: str, catalog: Catalog, known: dict[int, SqlType],
+                write: tuple[str, Sequence[dml.Target]] | None = None) -> dict[int, SqlType]:
+    """The types this front end gives the parameters of `text` that `known` leaves out, as
+    PostgreSQL's Parse infers them from what each meets (`$1 + 1`: integer, `upper($1)`:
+    text); `write` is an INSERT, UPDATE or DELETE's table and target columns. Empty where
+    the front end does not cover the statement or refuses it (the error comes when it runs)."""
+    try:
+        bound = _bind(text, catalog, known, _Dml(write[0], tuple(write[1])) if write is not None else None)
+    except SqlError:
+        return {}
+    if bound.rel is None:
+        return {}
+    return {n: t for n, t in p.param_types(bound.rel).items() if n not in known}
 
 
 def plan_write(text: str, table: str, targets: Sequence[dml.Target], catalog: Catalog, resolver_for,

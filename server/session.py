@@ -36,7 +36,7 @@ from planner.errors import (
 )
 from planner.params import literal
 from planner.parser import parse_one
-from planner.sql import colnames, dml
+from planner.sql import colnames
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
 from server import (
@@ -425,8 +425,7 @@ class Session:
         DELETE every column of the rows they change (planner.sql.dml)."""
         if self.settings.get("sql_frontend") != "postgres" or not stmt.text:
             return None
-        targets = [dml.Target(item.columns[pos].name, item.columns[pos].type,
-                              cast=not writes.parsed_in_python(item.columns[pos].type)) for pos in positions]
+        targets = writes.dml_targets(item, positions)
         return bound_query.plan_write(stmt.text, item.name, targets, self.catalog,
                                       lambda views: self.coord.resolver(views, self.context(), self.catalog),
                                       params, ptypes)

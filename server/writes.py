@@ -33,6 +33,7 @@ from planner.errors import (
 )
 from planner.params import literal
 from planner.parser import folded_name, parse_one, sql_type
+from planner.sql import dml
 from planner.translate import SessionContext
 from planner.types import SqlType
 from server.catalog_items import Item
@@ -299,6 +300,13 @@ def check_value(item: Item, pos: int, value: object) -> object:
 
 
 # -- everything else, through Spark ---------------------------------------------------
+
+def dml_targets(item: Item, positions: Sequence[int]) -> list[dml.Target]:
+    """The columns at `positions` as the front end writes them (planner.sql.dml): a value
+    for a type read from text here (`parsed_in_python`) is left as it comes."""
+    return [dml.Target(item.columns[pos].name, item.columns[pos].type, cast=not parsed_in_python(item.columns[pos].type),
+                       default=item.columns[pos].default) for pos in positions]
+
 
 def parsed_in_python(t: SqlType) -> bool:
     """Text Spark cannot cast to `t` as PostgreSQL would ('\\x..' bytea, '{..}' arrays)."""

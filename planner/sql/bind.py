@@ -193,12 +193,16 @@ class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBind
     def _limit_expr(self, node: Node | None, clause: str) -> p.Expr | None:
         if node is None or (node_type(node) == "A_Const" and node["A_Const"].get("isnull")):
             return None
+        return _coerce(self.expr_alone(node, clause), coerce.BIGINT, context=f"argument of {clause}")
+
+    def expr_alone(self, node: Node, clause: str) -> p.Expr:
+        """An expression of a clause that sees no columns of its own (LIMIT, a VALUES row of
+        INSERT): outer queries' columns only, aggregates refused as `clause`'s."""
         self._levels.append(_Level(Scope(), None, clause))
         try:
-            e = self.expr(node)
+            return self.expr(node)
         finally:
             self._levels.pop()
-        return _coerce(e, coerce.BIGINT, context=f"argument of {clause}")
 
     def _simple_select(self, s: dict, set_branch: bool = False) -> p.Rel:
         keep_unknown = not self.resolve_unknowns  # only the outermost SELECT's outputs

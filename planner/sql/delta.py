@@ -36,7 +36,8 @@ from planner.dataflow import (
 from planner.spark_guard import spark_sql
 from planner.sql import plan as p
 from planner.sql.coerce import BIGINT
-from planner.sql.spark_sql import TableName, equal_by_key, to_spark_query
+from planner.sql.spark_keys import equal_by_key
+from planner.sql.spark_sql import TableName, to_spark_query
 from planner.translate import SessionContext
 from planner.types import SqlType
 

@@ -16,18 +16,24 @@ type. The cast is to the column's type without a length (a too-long value is ref
 read text as PostgreSQL does (bytea, arrays) is left as text: the write reads it with the
 type's input function.
 
+INSERT … VALUES is not a query: as PostgreSQL's transformInsertStmt does, each value is
+assigned to its own column, row by row (`values_rel`), so `VALUES (ARRAY[1, NULL]), ('{}')`
+or `('NaN'), (1.5 * 2)` for a float column take no common type across rows. VALUES with
+ORDER BY, LIMIT, OFFSET or WITH is a query like any other (PostgreSQL's "general select").
+
 Pure: parse-tree dicts in, parse-tree dicts (or plans) out. None where the statement has a
-shape this does not cover (INSERT … VALUES, DEFAULT VALUES, UPDATE … SET (a, b) = …, a
-subscripted target), which then takes the older path.
+shape this does not cover (DEFAULT VALUES, UPDATE … SET (a, b) = …, a subscripted target),
+which then takes the older path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from planner.errors import SqlError
-from planner.pg_parse import Node, node_type
+from planner import pg_parse
+from planner.errors import SYNTAX_ERROR, SqlError
+from planner.pg_parse import Node, leftmost_position, node_type, position_of
 from planner.sql import coerce
 from planner.sql import plan as p
 from planner.sql.scope import UNDEFINED_COLUMN
@@ -44,6 +50,7 @@ class Target:
     name: str
     type: SqlType
     cast: bool = True
+    default: str | None = None  # the column's DEFAULT, as SQL text (None: NULL)
 
 
 def rows_query(stmt: Node, table: str, targets: Sequence[Target]) -> tuple[Node, int | None] | None:
@@ -62,11 +69,83 @@ def rows_query(stmt: Node, table: str, targets: Sequence[Target]) -> tuple[Node,
 
 
 def insert_query(stmt: Node) -> Node | None:
-    """INSERT's query (its columns are cast to the targets by `cast_columns`, once bound)."""
+    """INSERT's query or VALUES (a query's columns are cast to the targets by
+    `cast_columns`, once bound; VALUES rows are bound by `values_rel`)."""
     query = stmt["InsertStmt"].get("selectStmt")
-    if query is None or node_type(query) != "SelectStmt" or query["SelectStmt"].get("valuesLists"):
-        return None  # VALUES takes the target's types row by row, not as a query's
-    return query
+    return query if query is not None and node_type(query) == "SelectStmt" else None
+
+
+_GENERAL = ("sortClause", "limitCount", "limitOffset", "lockingClause", "withClause")
+
+
+def insert_values(stmt: Node) -> list[list[Node]] | None:
+    """The rows of INSERT … VALUES, whose values are assigned one by one (`values_rel`);
+    None for INSERT … SELECT and for VALUES with ORDER BY, LIMIT, OFFSET or WITH."""
+    query = insert_query(stmt)
+    if query is None or not query["SelectStmt"].get("valuesLists"):
+        return None
+    if any(query["SelectStmt"].get(k) for k in _GENERAL):
+        return None
+    return [item["List"]["items"] for item in query["SelectStmt"]["valuesLists"]]
+
+
+def values_rel(stmt: Node, rows: list[list[Node]], targets: Sequence[Target],
+               bind_value: Callable[[Node], p.Expr]) -> p.Rel:
+    """INSERT … VALUES `rows` (of `stmt`) as constant rows, each value bound by `bind_value`
+    and assigned to its target column (`assigned`); the write refuses a NULL or too long
+    value. A column PostgreSQL's input reads from text here (arrays, bytea, `cast` False)
+    whose rows differ in type is sent as text: each value in its type's output form."""
+    explicit_columns = stmt["InsertStmt"].get("cols") or []
+    width = len(rows[0])
+    for row in rows:
+        if len(row) != width:
+            raise SqlError(SYNTAX_ERROR, "VALUES lists must all be the same length",
+                           position=leftmost_position(row[0]))
+        if len(row) > len(targets):
+            raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns",
+                           position=leftmost_position(row[len(targets)]))
+        if len(row) < len(explicit_columns):
+            raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions",
+                           position=position_of(explicit_columns[len(row)]))
+    columns = []
+    for i, target in enumerate(targets[:width]):
+        values = [assigned(_value(row[i], target, bind_value), target, leftmost_position(row[i])) for row in rows]
+        if len({v.type for v in values}) > 1 or values[0].type == coerce.UNKNOWN:
+            values = [coerce.to_type(v, coerce.TEXT) if v.type == coerce.UNKNOWN
+                      else p.Cast(v, coerce.TEXT) if v.type != coerce.TEXT else v for v in values]
+        columns.append(values)
+    out = tuple(zip(*columns, strict=True))
+    return p.Constant(out, tuple(p.Column(t.name, c[0].type) for t, c in zip(targets, columns, strict=False)))
+
+
+def _value(node: Node, target: Target, bind_value: Callable[[Node], p.Expr]) -> p.Expr:
+    """A VALUES item bound: DEFAULT is the column's default expression (or NULL)."""
+    if node_type(node) != "SetToDefault":
+        return bind_value(node)
+    if target.default is None:
+        return p.Literal(None, coerce.UNKNOWN)
+    default = pg_parse.parse_one(f"SELECT {target.default}")
+    return bind_value(default["SelectStmt"]["targetList"][0]["ResTarget"]["val"])
+
+
+def assigned(e: p.Expr, target: Target, position: int | None = None) -> p.Expr:
+    """`e` as written to `target` by PostgreSQL's assignment rules: cast to `cast_type`
+    (an untyped literal or parameter takes the type outright), 42804 where the column
+    cannot take a value of e's type; a value for a column cast False left as it comes."""
+    if e.type != coerce.UNKNOWN and not coerce.can_assign(e.type, target.type):
+        raise _mismatch(target, e.type, position)
+    to = cast_type(target)
+    if to is None or e.type == to:
+        return e
+    if e.type == coerce.UNKNOWN:
+        return coerce.to_type(e, to)
+    return p.Cast(e, to)
+
+
+def _mismatch(target: Target, found: SqlType, position: int | None = None) -> SqlError:
+    return SqlError(DATATYPE_MISMATCH, f'column "{target.name}" is of type {target.type.display()} '
+                                       f"but expression is of type {found.display()}",
+                    hint="You will need to rewrite or cast the expression.", position=position)
 
 
 def cast_columns(rel: p.Rel, targets: Sequence[Target], first: int = 0) -> p.Rel:
@@ -84,9 +163,7 @@ def cast_columns(rel: p.Rel, targets: Sequence[Target], first: int = 0) -> p.Rel
             exprs.append(ref)
             continue
         if not coerce.can_assign(c.type, target.type):
-            raise SqlError(DATATYPE_MISMATCH, f'column "{target.name}" is of type {target.type.display()} '
-                                              f"but expression is of type {c.type.display()}",
-                           hint="You will need to rewrite or cast the expression.")
+            raise _mismatch(target, c.type)
         exprs.append(p.Cast(ref, to))
     names = tuple(c.name for c in cols)
     return p.Project(p.Map(rel, tuple(exprs), names), tuple(range(len(cols), 2 * len(cols))), names)

@@ -468,6 +468,30 @@ def contains(e: Any, cls: type) -> bool:
     return is_dataclass(e) and any(contains(c, cls) for f in fields(e) for c in children(getattr(e, f.name)))
 
 
+def param_types(e: Any) -> dict[int, SqlType]:
+    """The type of each `$n` in `e`, subquery plans included, where one was given to it: by
+    the operator, function or column it meets (a Param the binder typed) or by a cast. A
+    parameter typed twice keeps the first, as PostgreSQL's Parse does with the first use."""
+    found: dict[int, SqlType] = {}
+
+    def walk(v: Any) -> None:
+        if isinstance(v, Param):
+            if v.type.base.name != "unknown":
+                found.setdefault(v.number, v.type)
+            return
+        if isinstance(v, Cast) and isinstance(v.arg, Param) and v.arg.type.base.name == "unknown":
+            found.setdefault(v.arg.number, v.type)
+            return
+        if not is_dataclass(v) or isinstance(v, (SqlType, Column, Function, Operator)):
+            return
+        for f in fields(v):
+            for c in children(getattr(v, f.name)):
+                walk(c)
+
+    walk(e)
+    return found
+
+
 def transform(e: Any, fn: Callable[[Any], Any]) -> Any:
     """`e` with every subexpression `fn` maps (to non-None) replaced, top-down; subquery
     plans are left as they are."""

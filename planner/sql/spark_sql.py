@@ -22,7 +22,6 @@ from planner import (
     interval_calls,
     json_calls,
     jsonb_calls,
-    jsonb_order,
     params,
     pg_extract,
     pg_format,
@@ -32,7 +31,7 @@ from planner import (
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import ORDERED_SET, Kind, Semantics
-from planner.sql import hoist, numeric_scale, spark_aggregates, spark_table_functions
+from planner.sql import hoist, numeric_scale, spark_aggregates, spark_keys, spark_table_functions
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.translate import SESSION_FUNCTIONS, SessionContext
@@ -148,15 +147,15 @@ class _Generator:
             case p.Distinct(input=inner):
                 q, cols = self._source(inner)
                 types = [c.type for c in p.columns(inner)]
-                if not any(equal_by_key(t) for t in types):
+                if not any(spark_keys.equal_by_key(t) for t in types):
                     return q.select(*(_as(e, i) for i, e in enumerate(cols))).distinct()
-                outputs, groups = _grouped(cols, types)
+                outputs, groups = spark_keys.grouped(cols, types)
                 return q.select(*(_as(e, i) for i, e in enumerate(outputs))).group_by(*groups)
             case p.SetOp(kind=p.SetKind.UNION, all=False, left=left, right=right) \
-                    if any(equal_by_key(c.type) for c in p.columns(left)):
+                    if any(spark_keys.equal_by_key(c.type) for c in p.columns(left)):
                 return self.query(p.Distinct(p.SetOp(p.SetKind.UNION, True, left, right)))
             case p.SetOp(kind=p.SetKind.INTERSECT | p.SetKind.EXCEPT, left=left) \
-                    if any(equal_by_key(c.type) for c in p.columns(left)):
+                    if any(spark_keys.equal_by_key(c.type) for c in p.columns(left)):
                 return self._set_by_key(rel)
             case p.SetOp(kind=kind, all=all_, left=left, right=right):
                 op = {p.SetKind.UNION: exp.Union, p.SetKind.EXCEPT: exp.Except,
@@ -193,7 +192,7 @@ class _Generator:
             return exp.select(*(_as(exp.column(f"c{i}", name), i) for i in range(width))).from_(name).with_(
                 f"{name}({', '.join(f'c{i}' for i in range(width))})", as_=exp.union(*sides, distinct=False),
                 recursive=True)
-        if any(equal_by_key(c.type) for c in r.columns):
+        if any(spark_keys.equal_by_key(c.type) for c in r.columns):
             raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE … UNION over an interval or jsonb column "
                                                   "is not supported", hint="Use UNION ALL.")
         if self.fixpoint is None:
@@ -219,7 +218,7 @@ class _Generator:
         sides = []
         for rel in (s.left, s.right):
             q, cols = self._source(rel)
-            keys = [_equal_by(c.copy(), t) for c, t in zip(cols, types, strict=True)]
+            keys = [spark_keys.equal_by(c.copy(), t) for c, t in zip(cols, types, strict=True)]
             number = exp.Window(this=exp.Anonymous(this="row_number"), partition_by=keys,
                                 order=exp.Order(expressions=[exp.Ordered(this=keys[0].copy())]))
             q = q.select(*(_as(c, i) for i, c in enumerate(cols)),
@@ -274,7 +273,17 @@ class _Generator:
         if len(rows) == 1:
             return exp.select(*(_as(self.scalar(e, []), i) for i, e in enumerate(rows[0])))
         alias = next(self.aliases)
-        values = exp.Values(expressions=[exp.Tuple(expressions=[self.scalar(e, []) for e in r]) for r in rows],
+        rendered = [[self.scalar(e, []) for e in r] for r in rows]
+        if not all(_foldable(e) for r in rendered for e in r):
+            # Spark's inline table takes only values it can compute while planning (no UDF,
+            # lambda or subquery): rows of other expressions are an array of structs, made
+            # into rows when the query runs.
+            structs = [exp.Anonymous(this="named_struct", expressions=[
+                x for i, e in enumerate(r) for x in (exp.Literal.string(f"c{i}"), e)]) for r in rendered]
+            rows_of = exp.select(exp.Anonymous(this="inline", expressions=[exp.Array(expressions=structs)]))
+            return exp.select(*(_as(exp.column(f"c{i}", alias), i) for i in range(len(cols)))).from_(
+                rows_of.subquery(alias))
+        values = exp.Values(expressions=[exp.Tuple(expressions=r) for r in rendered],
                             alias=exp.TableAlias(this=exp.to_identifier(alias),
                                                  columns=[exp.to_identifier(f"c{i}") for i in range(len(cols))]))
         # The columns by name, not `*`: the output casts wrap each select item.
@@ -322,10 +331,10 @@ class _Generator:
         if r.sets is not None:
             q = exp.select(*(_as(e, i) for i, e in enumerate(keys + aggs)))
             q = q.from_(source) if source is not None else q
-            sets = [exp.Tuple(expressions=[_not_ordinal(keys[i].copy()) for i in s]) for s in r.sets]
+            sets = [exp.Tuple(expressions=[spark_keys.not_ordinal(keys[i].copy()) for i in s]) for s in r.sets]
             q.set("group", exp.Group(expressions=[exp.GroupingSets(expressions=sets)]))
             return q
-        outputs, groups = _grouped(keys, [k.type for k in r.keys])
+        outputs, groups = spark_keys.grouped(keys, [k.type for k in r.keys])
         q = exp.select(*(_as(e, i) for i, e in enumerate(outputs + aggs)))
         q = q.from_(source) if source is not None else q
         return q.group_by(*groups) if groups else q
@@ -345,12 +354,12 @@ class _Generator:
             if a.distinct and a.func.name in jsonb_calls.AGGREGATES:
                 raise p.NotYet(f"{a.func.name}(DISTINCT ...) is not covered by this front end yet")
             keys = [spark_aggregates.Key(self.scalar(k.expr, cols), k.descending, k.nulls_first,
-                                         partial(_sort_value, t=k.expr.type)) for k in a.order]
+                                         partial(spark_keys.sort_value, t=k.expr.type)) for k in a.order]
             return spark_aggregates.collecting(a.func.name, args, [x.type for x in a.args], keys, condition,
                                                a.distinct)
         if a.func.name == "count" and not args:
             return spark_aggregates.counted(condition) if condition is not None else exp.Count(this=exp.Star())
-        if a.args and _is_interval(a.args[0].type) and a.func.name in spark_aggregates.INTERVAL_AGGREGATES:
+        if a.args and spark_keys.is_interval(a.args[0].type) and a.func.name in spark_aggregates.INTERVAL_AGGREGATES:
             if condition is not None:
                 args = spark_aggregates.filtered(args, condition)
             return spark_aggregates.interval(a.func.name, args[0], a.distinct)
@@ -358,11 +367,11 @@ class _Generator:
             args = spark_aggregates.filtered(args, condition, len(args) - 1 if a.func.name in ORDERED_SET else 0)
         _check_template(a.func.name, a.func.spark, len(args))
         if a.func.name in ("max", "min") and a.type.is_array:
-            # in PostgreSQL's order of arrays (_sort_value), then back to the arrays
-            ordered = _template(f"{a.func.name}({{0}})", [_sort_value(args[0], a.type)])
+            # in PostgreSQL's order of arrays (spark_keys.sort_value), then back to the arrays
+            ordered = _template(f"{a.func.name}({{0}})", [spark_keys.sort_value(args[0], a.type)])
             return _template("transform({0}, sw_o -> sw_o.v)", [ordered])
         if a.distinct and a.func.name == "count":
-            args = [_equal_by(e, x.type) for e, x in zip(args, a.args, strict=True)]
+            args = [spark_keys.equal_by(e, x.type) for e, x in zip(args, a.args, strict=True)]
         call = _template(a.func.spark, args)
         if a.distinct:
             call = _distinct_args(call)
@@ -427,14 +436,14 @@ class _Generator:
         else:
             _check_template(f.name, f.spark, len(args))
             call = _template(f.spark, args)
-        order = [exp.Ordered(this=_sort_value(_not_ordinal(self.scalar(k.expr, cols)), k.expr.type),
+        order = [exp.Ordered(this=spark_keys.sort_value(spark_keys.not_ordinal(self.scalar(k.expr, cols)), k.expr.type),
                              desc=k.descending, nulls_first=k.nulls_first) for k in w.order]
         if not order and f.kind is Kind.WINDOW:
             # Spark wants an ORDER BY for these; PostgreSQL's OVER () makes every row a peer
             order = [exp.Ordered(this=exp.Literal.number(0))]
         # PostgreSQL ignores a frame for the functions that have no use for one; Spark refuses it
         framed = w.frame is not None and (f.kind is Kind.AGGREGATE or f.name in _FRAMED_WINDOW_FUNCTIONS)
-        partition = [_equal_by(self.scalar(x, cols), x.type) for x in w.partition]
+        partition = [spark_keys.equal_by(self.scalar(x, cols), x.type) for x in w.partition]
 
         def over(e: exp.Expression) -> exp.Window:
             return exp.Window(this=e, partition_by=[x.copy() for x in partition] or None,
@@ -469,10 +478,10 @@ class _Generator:
         # one of the outputs, every key is selected beside them and sorted on from outside
         position = {i: k for k, i in enumerate(outputs)}
         keys = list(cols)
-        hidden = [key.index for key in top.order if key.index not in position and _unsortable(cols[key.index])]
+        hidden = [key.index for key in top.order if key.index not in position and spark_keys.unsortable(cols[key.index])]
         if not hidden:
             for i, k in position.items():
-                if _unsortable(cols[i]):
+                if spark_keys.unsortable(cols[i]):
                     keys[i] = exp.column(f"c{k}")
             return self._order_limit(q, top, keys)
         alias = next(self.aliases)
@@ -496,7 +505,7 @@ class _Generator:
 
     def _order_limit(self, q: exp.Select, top: p.TopK, cols: list[exp.Expression]) -> exp.Select:
         types = [c.type for c in p.columns(top.input)]
-        order = [exp.Ordered(this=_sort_value(_not_ordinal(cols[k.index].copy()), types[k.index]),
+        order = [exp.Ordered(this=spark_keys.sort_value(spark_keys.not_ordinal(cols[k.index].copy()), types[k.index]),
                              desc=k.descending, nulls_first=k.nulls_first) for k in top.order]
         if (top.limit is not None or top.offset is not None) and p.refers_outward(top, 1):
             return self._numbered(q, order, top)
@@ -637,7 +646,7 @@ class _Generator:
                 # a numeric has no negative zero, so (-0.0)::float8 is 0
                 digits = str(value) if value else "0"
                 return exp.Cast(this=exp.Literal.string(digits), to=exp.DataType.build(t.spark, dialect="spark"))
-            case p.Cast(arg=arg, type=t) if _is_interval(t) and arg.type.base.name in _TEXTS and not arg.type.is_array:
+            case p.Cast(arg=arg, type=t) if spark_keys.is_interval(t) and arg.type.base.name in _TEXTS and not arg.type.is_array:
                 # interval_in reads the text (22007 for what it cannot), interval_out writes it
                 return exp.Anonymous(this=interval_calls.IN, expressions=[self.scalar(arg, cols)])
             case p.Cast(arg=arg, type=t) if arg.type.base.name == "bytea" and not arg.type.is_array \
@@ -828,66 +837,9 @@ def _frame_spec(frame: p.Frame) -> exp.WindowSpec:
 _WINDOW_CONSTANTS = {"lag": 1, "lead": 1, "nth_value": 1, "ntile": 0}
 
 
-def _unsortable(e: exp.Expression) -> bool:
-    """Whether Spark refuses `e` written out in an ORDER BY (it must name a selected column)."""
-    return e.find(exp.Window, exp.Subquery, exp.Exists) is not None
-
-
 def _integer_as_numeric(e: p.Expr) -> bool:
     return isinstance(e, p.Cast) and e.arg.type.base.name in _INTEGERS and not e.arg.type.is_array \
         and e.type == _UNCONSTRAINED
-
-
-def _not_ordinal(e: exp.Expression) -> exp.Expression:
-    """A sort or group key as Spark must read it: Spark takes an integer constant there for
-    an output ordinal (`ORDER BY 8`), where the key here is the constant itself."""
-    if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
-        return exp.Cast(this=e, to=exp.DataType.build("DECIMAL(38, 0)"))
-    return e
-
-
-def _is_interval(t: SqlType) -> bool:
-    return t.base.name == "interval" and not t.is_array
-
-
-def _sort_value(e: exp.Expression, t: SqlType) -> exp.Expression:
-    """A sort key in PostgreSQL's order: an array's NULL elements after every value (array_cmp;
-    Spark's own order puts them first), as the array comparison operators have it; an
-    interval by its span (interval_cmp_value), a jsonb by planner.jsonb_order's key, not their text."""
-    if _is_interval(t):
-        return exp.Anonymous(this=interval_calls.SPAN, expressions=[e])
-    if t.base.name == "jsonb" and not t.is_array:
-        return exp.Anonymous(this=jsonb_order.UDF_NAME, expressions=[e])
-    if not t.is_array:
-        return e
-    var = exp.to_identifier("sw_o")
-    element = exp.column(var)
-    pair = exp.Anonymous(this="named_struct", expressions=[
-        exp.Literal.string("n"), exp.Is(this=element.copy(), expression=exp.Null()), exp.Literal.string("v"), element])
-    return exp.Anonymous(this="transform", expressions=[e, exp.Lambda(this=pair, expressions=[var])])
-
-
-def equal_by_key(t: SqlType) -> bool:
-    """Whether equal values of type `t` may have different Spark forms: an interval ('1 day'
-    = '24:00:00'), a jsonb ('1' = '1.0'). GROUP BY, DISTINCT, UNION and PARTITION BY compare
-    them by a key (their sort key); the SUBSCRIBE state cannot (planner.sql.delta)."""
-    return not t.is_array and (_is_interval(t) or t.base.name == "jsonb")
-
-
-def _equal_by(e: exp.Expression, t: SqlType) -> exp.Expression:
-    """`e` as PARTITION BY, count(DISTINCT …) and GROUP BY compare it: by its sort key where
-    Spark's equality of its form is not PostgreSQL's (equal_by_key)."""
-    return _sort_value(e, t) if equal_by_key(t) else e
-
-
-def _grouped(values: list[exp.Expression], types: list[SqlType]) -> tuple[list[exp.Expression], list[exp.Expression]]:
-    """GROUP BY (or DISTINCT over) `values`: the output of each and what to group by. A
-    value whose equality is not Spark's is grouped by its key and shown as one of the group's
-    values (any_value: PostgreSQL promises none in particular either)."""
-    outputs = [exp.Anonymous(this="any_value", expressions=[e.copy()]) if equal_by_key(t) else e
-               for e, t in zip(values, types, strict=True)]
-    groups = [_equal_by(_not_ordinal(e.copy()), t) for e, t in zip(values, types, strict=True)]
-    return outputs, groups
 
 
 def _rounded_for(source: SqlType, target: SqlType) -> str | None:
@@ -910,6 +862,14 @@ def _narrows_float(source: SqlType, target: SqlType) -> bool:
 def _shift(e: p.Expr) -> p.Expr:
     """An expression of the enclosing level, as seen from inside a subquery (one level out)."""
     return p.transform(e, lambda x: p.ColRef(x.level + 1, x.index, x.type) if isinstance(x, p.ColRef) else None)
+
+
+_FOLDABLE = (exp.Literal, exp.Null, exp.Boolean, exp.Cast, exp.Neg, exp.Paren, exp.DataType, exp.DataTypeParam)
+
+
+def _foldable(e: exp.Expression) -> bool:
+    """Whether Spark computes `e` while planning: literals and casts of them."""
+    return all(isinstance(node, _FOLDABLE) for node in e.walk())
 
 
 def _as(e: exp.Expression, i: int) -> exp.Expression:

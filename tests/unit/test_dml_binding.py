@@ -35,7 +35,6 @@ def test_insert_select_casts_to_the_target_types():
 
 
 @pytest.mark.parametrize("sql", [
-    "INSERT INTO t VALUES (1, 'x')",  # VALUES: typed row by row by the targets
     "INSERT INTO t DEFAULT VALUES",
     "UPDATE t SET (a, b) = (1, 'x')",
 ])
@@ -80,8 +79,57 @@ def test_delete_reads_every_column_of_the_rows_it_removes():
     assert [t.base.name for t in b.types] == ["integer", "text", "numeric", "character varying", "bytea"]
 
 
-def test_the_dml_query_of_an_insert_with_values_is_none():
-    assert dml.insert_query(pg_parse.parse_one("INSERT INTO t VALUES (1)")) is None
+def test_values_rows_are_assigned_value_by_value_not_by_a_common_type():
+    # PostgreSQL's transformInsertStmt: each value takes its own column's type, so a string
+    # literal beside an expression of another type in one column is no VALUES type clash.
+    b = write("INSERT INTO t (a, c) VALUES (1 + 1, '2.5'), ('7', 2.125 * 2)", [TARGETS[0], TARGETS[2]])
+    assert [t.base.name for t in b.types] == ["integer", "numeric"]
+    literals = write("INSERT INTO t (a, c) VALUES (-2, '2.5'), ('7', 2.125)", [TARGETS[0], TARGETS[2]])
+    assert "INLINE(" not in literals.spark_sql  # literals and casts: Spark's inline table
+
+
+def test_values_mixing_types_for_a_column_read_from_text_are_sent_as_text():
+    arr = dml.Target("r", column_type("integer", is_array=True), cast=False)
+    b = write("INSERT INTO t (r) VALUES (ARRAY[1, NULL]), ('{}')", [arr])
+    assert b.types[0].base.name == "text"
+
+
+def test_values_of_computed_expressions_are_rows_made_when_the_query_runs():
+    b = write("INSERT INTO t (b) VALUES (upper('x')), ((SELECT y FROM s LIMIT 1))", [TARGETS[1]])
+    assert "INLINE(ARRAY(NAMED_STRUCT(" in b.spark_sql
+
+
+def test_values_default_is_the_column_default_or_null():
+    targets = [dml.Target("a", column_type("integer"), default="40 + 2"), TARGETS[1]]
+    b = write("INSERT INTO t (a, b) VALUES (DEFAULT, upper('x'))", targets)
+    assert "40" in b.spark_sql and b.types[0].base.name == "integer"
+    assert write("INSERT INTO t (a, b) VALUES (DEFAULT, upper('x'))") is not None
+
+
+@pytest.mark.parametrize(("sql", "code", "message", "at"), [
+    ("INSERT INTO t (a) VALUES (1 + 1), ('x' || 'y')", "42804",
+     'column "a" is of type integer but expression is of type text', "'x'"),
+    ("INSERT INTO t (a) VALUES (abs(1)), ('12x')", "22P02", 'invalid input syntax for type integer: "12x"', None),
+    ("INSERT INTO t (a, b) VALUES (abs(1), 'x'), (2)", "42601", "VALUES lists must all be the same length", "2)"),
+    ("INSERT INTO t (a, b) VALUES (abs(1))", "42601", "INSERT has more target columns than expressions", "b)"),
+    ("INSERT INTO t (a) VALUES (abs(1), 2)", "42601", "INSERT has more expressions than target columns", "2)"),
+    ("INSERT INTO t (a) VALUES (count(*))", "42803", "aggregate functions are not allowed in VALUES", None),
+    ("INSERT INTO t (a) VALUES (nosuch + 1)", "42703", 'column "nosuch" does not exist', "nosuch"),
+])
+def test_values_errors_are_postgresql_s(sql, code, message, at):
+    named = sql[sql.index("(") + 1:sql.index(")")].split(", ")
+    targets = [t for t in TARGETS if t.name in named]
+    with pytest.raises(SqlError) as err:
+        write(sql, targets)
+    assert (err.value.sqlstate, err.value.message) == (code, message)
+    if at is not None:
+        assert err.value.position == sql.index(at) + 1
+
+
+def test_values_with_order_by_is_a_query_with_common_types():
+    assert dml.insert_values(pg_parse.parse_one("INSERT INTO t VALUES (1), (2) LIMIT 1")) is None
+    assert dml.insert_values(pg_parse.parse_one("INSERT INTO t SELECT 1")) is None
+    assert dml.insert_values(pg_parse.parse_one("INSERT INTO t VALUES (1), (2)")) is not None
 
 
 @pytest.mark.parametrize(("source", "target", "ok"), [
