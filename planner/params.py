@@ -30,8 +30,9 @@ ColumnTypes = Callable[[str], "list[tuple[str, SqlType]] | None"]  # relation â†
 
 
 def infer_types(stmt: st.Statement, numbers: list[int], declared: dict[int, int],
-                columns_of: ColumnTypes) -> dict[int, SqlType]:
-    """The type of each $n the statement uses."""
+                columns_of: ColumnTypes, untyped: SqlType | None = TEXT) -> dict[int, SqlType]:
+    """The type of each $n the statement uses: declared, or met beside a column or in a
+    cast; `untyped` for the others (None: left out, for the front end to infer)."""
     out: dict[int, SqlType] = {}
     for n, oid in declared.items():
         if oid and oid in BY_OID:
@@ -75,8 +76,9 @@ def infer_types(stmt: st.Statement, numbers: list[int], declared: dict[int, int]
                     if isinstance(other, exp.Column) and other.name.lower() in known:
                         out[n] = known[other.name.lower()]
                         break
-    for n in numbers:
-        out.setdefault(n, TEXT)
+    if untyped is not None:
+        for n in numbers:
+            out.setdefault(n, untyped)
     return out
 
 

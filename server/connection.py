@@ -34,13 +34,13 @@ from planner.errors import (
     PROTOCOL_VIOLATION,
     SqlError,
 )
-from planner.params import infer_types
 from planner.parser import parse, parse_one
 from planner.types import SqlType
 from server import metrics
 from server.activity import Activity
 from server.copy_format import CopyOptions
 from server.outcome import CommandDone, CopyIn, CopyOut, EmptyQuery, Outcome, Rows, Stream
+from server.param_types import statement_param_types
 from server.prepared import Prepared
 from server.protocol import messages as m
 from server.protocol.frontend import FrontendDecoder, parse_sasl_initial_response
@@ -490,13 +490,8 @@ class Connection:
             raise SqlError(DUPLICATE_PREPARED_STATEMENT, f'prepared statement "{msg.name}" already exists')
         parsed = parse_one(msg.sql)
         declared = {i + 1: oid for i, oid in enumerate(msg.param_oids)}
-        catalog = self.server.coordinator.catalog
-
-        def columns_of(name: str):
-            item = catalog.get(name)
-            return [(c.name, c.type) for c in item.columns] if item else None
-
-        types = infer_types(parsed.statement, parsed.params, declared, columns_of)
+        types = statement_param_types(parsed.statement, parsed.params, declared, self.session.catalog,
+                                      self.session.settings.get("sql_frontend") == "postgres")
         self.prepared[msg.name] = Prepared(parsed, types)
         self.send(m.parse_complete())
 

@@ -27,13 +27,15 @@ from planner.errors import (
     SYNTAX_ERROR,
     SqlError,
 )
-from planner.params import TEXT, infer_types, literal
+from planner.params import TEXT, literal
 from planner.parser import param_numbers, sql_type
 from planner.translate import SessionContext
 from planner.types import SqlType, column_type
+from server import param_types
 from server.catalog import Catalog
 from server.coordinator import Coordinator
 from server.outcome import CommandDone, Outcome
+from server.settings import Settings
 
 
 @dataclass
@@ -56,6 +58,7 @@ class PreparingSession(Protocol):
     coord: Coordinator
     prepared: dict[str, Prepared]
     group: str | None
+    settings: Settings
 
     @property
     def catalog(self) -> Catalog: ...
@@ -68,20 +71,13 @@ class PreparingSession(Protocol):
                             param_types: dict[int, SqlType]) -> Outcome: ...
 
 
-def columns_of(catalog: Catalog) -> Callable[[str], list[tuple[str, SqlType]] | None]:
-    def columns(name: str) -> list[tuple[str, SqlType]] | None:
-        item = catalog.get(name)
-        return [(c.name, c.type) for c in item.columns] if item else None
-
-    return columns
-
-
 async def prepare(session: PreparingSession, stmt: st.Prepare, params, ptypes) -> Outcome:
     if stmt.name in session.prepared:
         raise SqlError(DUPLICATE_PREPARED_STATEMENT, f'prepared statement "{stmt.name}" already exists')
     parsed = st.Parsed(stmt.statement, stmt.text, 0, param_numbers(stmt.statement))
     declared = {i + 1: t.oid for i, t in enumerate(stmt.param_types)}
-    types = infer_types(stmt.statement, parsed.params, declared, columns_of(session.catalog))
+    types = param_types.statement_param_types(stmt.statement, parsed.params, declared, session.catalog,
+                                              session.settings.get("sql_frontend") == "postgres")
     types.update({i + 1: t for i, t in enumerate(stmt.param_types)})  # with their typmods
     # PostgreSQL analyses the statement at PREPARE: an unknown table fails here, not at EXECUTE.
     target = getattr(stmt.statement, "table", None)
