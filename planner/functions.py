@@ -33,6 +33,7 @@ from enum import Enum
 
 from planner import (
     interval_calls,
+    json_text,
     jsonb_funcs,
     jsonb_ops,
     jsonb_order,
@@ -329,6 +330,8 @@ FUNCTIONS: tuple[Function, ...] = (
     F(3968, "json_typeof", "json", "text", "rewrite"),
     # json's constructors (planner.json_calls): Python UDFs writing json's text (planner.json_text)
     F(3176, "to_json", "anyelement", "json", "rewrite"),
+    F(3155, "row_to_json", "record", "json", "rewrite"),
+    F(3156, "row_to_json", "record, boolean", "json", "rewrite"),
     F(3198, "json_build_array", '"any"', "json", "rewrite", variadic=True),
     F(3199, "json_build_array", "", "json", "'[]'"),
     A(3175, "json_agg", "anyelement", "json", "rewrite"),
@@ -692,6 +695,7 @@ def _spark_names(texts: Iterable[str]) -> frozenset[str]:
 SPARK_FUNCTIONS: frozenset[str] = (_spark_names(f.spark for f in FUNCTIONS) | _INTERNAL_SPARK
                                    | frozenset(jsonb_ops.UDF_NAMES.values())
                                    | frozenset(jsonb_funcs.UDF_NAMES.values())
+                                   | frozenset(json_text.UDF_NAMES.values())
                                    | frozenset(pg_numeric.UDF_NAMES.values())
                                    | frozenset(pg_float.UDF_NAMES.values())
                                    | frozenset(pg_regex.UDF_NAMES.values()) | frozenset(pg_strings.UDF_NAMES.values())

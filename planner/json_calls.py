@@ -13,6 +13,7 @@ from planner.jsonb_funcs import type_tag
 from planner.types import SqlType
 
 TYPED = frozenset(("to_json", "json_build_object", "json_build_array"))
+RECORD_NAME = "record"  # planner.sql.coerce.RECORD: a row value, its text written by `record`
 AGGREGATES = frozenset(("json_agg",))
 
 
@@ -22,10 +23,20 @@ def udf(op: str, *args: exp.Expression) -> exp.Expression:
 
 def value(arg: exp.Expression, t: SqlType) -> exp.Expression:
     """The json text of a value of type `t` (SQL NULL stays NULL)."""
+    if t.base.name == RECORD_NAME:  # already its object's text (`record`)
+        return arg
     t = known(t)
     if t.base.name == "json" and not t.is_array:
         return arg
     return udf("to_json", arg, exp.Literal.string(type_tag(t)))
+
+
+def record(names: tuple[str, ...], fields: list[exp.Expression], types: list[SqlType],
+           pretty: exp.Expression | None = None) -> exp.Expression:
+    """A row value's json object (composite_to_json): `{"name":value,…}` in field order."""
+    keys = exp.Array(expressions=[exp.Literal.string(n) for n in names])
+    values = exp.Array(expressions=[value(f, t) for f, t in zip(fields, types, strict=True)])
+    return udf("build_row", keys, values, pretty if pretty is not None else exp.false())
 
 
 def call(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Expression:
@@ -52,4 +63,5 @@ def aggregate_fields(args: list[exp.Expression], types: list[SqlType]) -> list[e
 def aggregate_of(rows: exp.Expression, types: list[SqlType]) -> exp.Expression:
     """json_agg of `rows`, an array of structs of `aggregate_fields` (v0) in order: NULL for
     no rows, a NULL value as JSON null (a struct keeps it where collect_list drops NULLs)."""
-    return udf("agg", rows, exp.Boolean(this=types[0].is_array))
+    # json_agg_transfn's new line before each structured value (an array, a row) but the first
+    return udf("agg", rows, exp.Boolean(this=types[0].is_array or types[0].base.name == RECORD_NAME))

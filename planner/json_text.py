@@ -1,5 +1,5 @@
 """The json type's constructors, as PostgreSQL's json.c writes them: to_json, json_agg,
-json_build_array and json_build_object. Unlike jsonb, json is text kept as written: an
+json_build_array, json_build_object and a row value's object (row_to_json). Unlike jsonb, json is text kept as written: an
 array from to_json is `[1,2]` (array_to_json, no spaces), json_agg and json_build_array
 separate their elements with `, `, json_build_object writes `{"k" : v, ...}`, and a json
 argument is copied as it is. Scalars are written as for jsonb (planner.jsonb_funcs), except
@@ -24,6 +24,7 @@ UDF_NAMES: dict[str, str] = {
     "build_object": "sparkwire_json_build_object",
     "build_array": "sparkwire_json_build_array",
     "agg": "sparkwire_json_agg",
+    "build_row": "sparkwire_json_build_row",
 }
 _INVALID = "22023"
 _FLOATS = ("real", "double precision")
@@ -66,6 +67,17 @@ def build_object(keys: list[str] | None, values: list[str | None] | None) -> str
     values already as json text (NULL: JSON null); every pair kept, in order."""
     pairs = zip(keys or [], values or [], strict=True)
     return "{" + ", ".join(f"{jsonb_funcs.to_jsonb(k, 'text|-1|0')} : {_or_null(v)}" for k, v in pairs) + "}"
+
+
+def build_row(keys: list[str] | None, values: list[str | None] | None, pretty: bool | None) -> str | None:
+    """A row value as composite_to_json writes it: `{"a":1,"b":"x"}`, its fields by name and
+    values already as json text (NULL: JSON null); `pretty` (row_to_json's second argument)
+    puts a new line after each comma."""
+    if pretty is None:  # row_to_json is strict
+        return None
+    sep = ",\n " if pretty else ","
+    pairs = zip(keys or [], values or [], strict=True)
+    return "{" + sep.join(f"{jsonb_funcs.to_jsonb(k, 'text|-1|0')}:{_or_null(v)}" for k, v in pairs) + "}"
 
 
 def build_array(values: list[str | None] | None) -> str:

@@ -54,6 +54,10 @@ def _spark(text: str, **args: exp.Expression) -> exp.Expression:
     return tree.transform(fill)
 
 
+_TEXT = SqlType(BY_NAME["text"])
+JSONB = SqlType(BY_NAME["jsonb"])
+
+
 def known(t: SqlType) -> SqlType:
     """`t`, or text for an untyped value (a NULL or a parameter with no type), as "any" takes it."""
     return SqlType(BY_NAME["text"], -1, t.is_array) if t.base.name not in BY_NAME else t
@@ -86,6 +90,13 @@ def call(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Exp
     if name == "jsonb_set":
         return udf("set_path", *args[:3], args[3] if len(args) > 3 else exp.true())
     raise KeyError(name)
+
+
+def record(names: tuple[str, ...], fields: list[exp.Expression], types: list[SqlType]) -> exp.Expression:
+    """A row value as jsonb (composite_to_jsonb): the object of its fields by name."""
+    args = [x for n, f in zip(names, fields, strict=True) for x in (exp.Literal.string(n), f)]
+    kinds = [x for t in types for x in (_TEXT, t)]
+    return call("jsonb_build_object", args, kinds)
 
 
 def aggregate(name: str, args: list[exp.Expression], types: list[SqlType]) -> exp.Expression:

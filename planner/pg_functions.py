@@ -442,7 +442,7 @@ _SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # S
 # front end's types and scales (to_char's pattern, besides, is rewritten by sqlglot).
 FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale", "to_number", "to_date",
                             "age", "justify_hours", "justify_days", "justify_interval", "make_interval",
-                            "to_json", "json_agg", "json_build_array"})
+                            "to_json", "json_agg", "json_build_array", "row_to_json"})
 # sqlglot's nodes for the calls whose PostgreSQL pattern it rewrites (to_char, to_date, to_number,
 # to_timestamp(text, text)), and for justify_* (front end only, as FRONT_END_ONLY's), by the
 # name the error gives

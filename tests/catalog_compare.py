@@ -61,6 +61,8 @@ SAMPLES: dict[str, list[str]] = {
     "json": ["'{\"a\": [1, 2]}'::json", "'[1, 2, 3]'::json", "'\"s\"'::json", "NULL::json"],
     "jsonb": ["'{\"a\": [1, 2]}'::jsonb", "'[1, 2, 3]'::jsonb", "'null'::jsonb", "NULL::jsonb"],
     "text[]": ["'{a}'::text[]", "'{a,0}'::text[]"],
+    "record": ["ROW(1, 'x\"y'::text, 2.50::numeric)", "ROW(NULL::integer, ARRAY[1, 2], '{\"a\": 1}'::jsonb)",
+               "ROW(1e100::float8)"],
 }
 
 # Arguments that take one of a few values (a unit, a delimiter, a count).

@@ -26,6 +26,7 @@ from planner.sql import plan as p
 from planner.sql.bind_aggregates import AggregateBinding, not_an_aggregate
 from planner.sql.bind_aggregates import AggSlot as _AggSlot
 from planner.sql.bind_arrays import ArrayBinding
+from planner.sql.bind_records import RecordBinding
 from planner.sql.bind_recursive import RecursiveBinding
 from planner.sql.bind_table_functions import TableFunctionBinding
 from planner.sql.bind_windows import WindowBinding, window_definitions
@@ -70,7 +71,8 @@ class _Level:
 
 
 @dataclass
-class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBinding, WindowBinding):
+class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, TableFunctionBinding,
+             WindowBinding):
     catalog: Catalog
     text: str = ""  # the statement's text: where the parse tree's locations point
     param_types: list[SqlType] = field(default_factory=list)
@@ -328,10 +330,11 @@ class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBind
         left, lscope = self._from_item(j["larg"])
         right, rscope = self._from_item(j["rarg"], beside=lscope)
         width = len(p.columns(left))
-        rscope = rscope.shifted(width)
-        scope = lscope.combine(rscope, None)
         kind = {"JOIN_INNER": p.JoinKind.INNER, "JOIN_LEFT": p.JoinKind.LEFT,
                 "JOIN_RIGHT": p.JoinKind.RIGHT, "JOIN_FULL": p.JoinKind.FULL}[j["jointype"]]
+        lscope = lscope.nullable() if kind in (p.JoinKind.RIGHT, p.JoinKind.FULL) else lscope
+        rscope = (rscope.nullable() if kind in (p.JoinKind.LEFT, p.JoinKind.FULL) else rscope).shifted(width)
+        scope = lscope.combine(rscope, None)
         lateral = _lateral(j["rarg"])
         outer = p.refs_at(right, 1) if lateral and kind in (p.JoinKind.RIGHT, p.JoinKind.FULL) else []
         if outer:
@@ -593,6 +596,11 @@ class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBind
 
     def _column_ref(self, n: dict) -> p.Expr:
         parts = names(n["fields"])
+        if 1 < len(n["fields"]) < 4 and "A_Star" in n["fields"][-1] and len(parts) == len(n["fields"]) - 1:
+            row = self._whole_row(parts[-1], parts[-2] if len(parts) > 1 else None, n)  # `t.*` in an expression
+            if row is not None:
+                return row
+            raise SqlError(UNDEFINED_TABLE, f'missing FROM-clause entry for table "{parts[-1]}"', position=_pos(n))
         if len(parts) > 4 or len(parts) != len(n["fields"]):
             raise SqlError(SYNTAX_ERROR, "improper qualified name (too many dotted names)", position=_pos(n))
         if len(parts) == 4:
@@ -612,6 +620,9 @@ class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBind
                 raise SqlError(UNDEFINED_COLUMN, f"column {text} does not exist", position=_pos(n))
         if table is not None:
             raise SqlError(UNDEFINED_TABLE, f'missing FROM-clause entry for table "{table}"', position=_pos(n))
+        row = self._whole_row(name, None, n)  # no such column: a FROM item's whole row, if one is named so
+        if row is not None:
+            return row
         raise SqlError(UNDEFINED_COLUMN, f'column "{name}" does not exist', position=_pos(n))
 
     def _const(self, n: dict) -> p.Expr:
@@ -695,6 +706,8 @@ class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBind
         return p.BoolOp(p.BoolKind.NOT, (same,), coerce.BOOLEAN) if distinct else same
 
     def _operator(self, name: str, args: list[p.Expr], where: int | None) -> p.Expr:
+        if any(isinstance(a, p.Record) for a in args):
+            raise p.NotYet("operators on row values are not covered by this front end yet", position=where)
         overloads = operators.overloads(name)
         if not overloads:
             shown = f"{name} {args[0].type.display()}" if len(args) == 1 else (
@@ -872,6 +885,7 @@ class Binder(AggregateBinding, ArrayBinding, RecursiveBinding, TableFunctionBind
 
 _EXPRESSIONS: dict[str, Callable[[Binder, dict], p.Expr]] = {
     "ColumnRef": Binder._column_ref,
+    "RowExpr": Binder._row_expr,
     "A_Const": Binder._const,
     "ParamRef": Binder._param,
     "A_Expr": Binder._a_expr,

@@ -25,8 +25,14 @@ AMBIGUOUS_FUNCTION = "42725"
 UNKNOWN = SqlType(PgType("unknown", 705, -2, "STRING", 0))
 
 
+# A row value (`t` naming a FROM item, `ROW(1, 'x')`): PostgreSQL's pseudo-type `record`.
+RECORD = SqlType(PgType("record", 2249, -1, "STRING", 2287))
+
+
 def named(name: str) -> SqlType:
     """A catalog's type name (`integer`, `text[]`) as a SqlType."""
+    if name == "record":
+        return RECORD
     is_array = name.endswith("[]")
     base = lookup(name.removesuffix("[]"))
     if base is None:
@@ -47,7 +53,7 @@ _CATEGORY = {
     "text": "S", "character varying": "S", "character": "S", "name": "S", "char": "Z",
     "boolean": "B", "date": "D", "timestamp without time zone": "D",
     "timestamp with time zone": "D", "time without time zone": "D", "interval": "T",
-    "bytea": "U", "uuid": "U", "json": "U", "jsonb": "U", "unknown": "X",
+    "bytea": "U", "uuid": "U", "json": "U", "jsonb": "U", "unknown": "X", "record": "P",
 }
 _PREFERRED = frozenset(("double precision", "oid", "text", "boolean", "timestamp with time zone", "interval"))
 

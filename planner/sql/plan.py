@@ -122,6 +122,17 @@ class Subquery:
 
 
 @dataclass(frozen=True)
+class Record:
+    """A row value: a whole-row reference (`t`, `t.*` naming a FROM item) or `ROW(…)`, its
+    fields by name (`f1`, `f2`, … for ROW). Taken only by the json and jsonb functions,
+    which write it as an object (planner.sql.bind_records)."""
+
+    fields: tuple[Expr, ...]
+    names: tuple[str, ...]
+    type: SqlType
+
+
+@dataclass(frozen=True)
 class Param:
     """`$n` of a prepared statement, with the type the protocol or context gave it."""
 
@@ -252,7 +263,7 @@ class ArrayCompare:
 
 
 Expr = (ColRef | Literal | Param | Call | OpCall | Cast | BoolOp | IsNull | Case | Coalesce | Subquery
-        | WindowCall | ArrayExpr | Subscript | Slice | ArrayCompare)
+        | WindowCall | ArrayExpr | Subscript | Slice | ArrayCompare | Record)
 
 # -- relations -------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from planner import functions
 from planner.errors import SqlError
 from planner.sql import coerce
 from planner.sql import plan as p
+from planner.sql.bind_records import check_arguments
 from planner.types import SqlType
 
 
@@ -16,6 +17,7 @@ def resolved_call(name: str, overloads: list, args: list[p.Expr], where: int | N
                    record_ok: bool = False) -> tuple[functions.Function, tuple[p.Expr, ...], SqlType]:
     """The catalog signature a call of `name` resolves to (PostgreSQL's 42883/42725 where none
     or several fit), its arguments coerced to the signature's types, and its result type."""
+    check_arguments(name, args, where)
     if not overloads:
         shown = ", ".join(a.type.display() for a in args)
         raise SqlError("42883", f"function {name}({shown}) does not exist", position=where,

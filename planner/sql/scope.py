@@ -28,6 +28,7 @@ class ScopeColumn:
     # the FROM item's name standing for its one value (a function returning a scalar: `FROM
     # jsonb_array_elements(j) AS e` lets `e` mean the element); a column of that name wins
     whole_row: bool = False
+    nullable: bool = False  # on an outer join's nullable side: its item's row may be all NULL
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,10 @@ class Scope:
 
     columns: tuple[ScopeColumn, ...] = ()
     tables: tuple[str, ...] = ()  # the names of its FROM items, to catch duplicates
+
+    def nullable(self) -> Scope:
+        """The scope of an outer join's nullable side."""
+        return Scope(tuple(replace(c, nullable=True) for c in self.columns), self.tables)
 
     def shifted(self, offset: int) -> Scope:
         return Scope(tuple(replace(c, index=c.index + offset) for c in self.columns), self.tables)

@@ -356,3 +356,24 @@ def test_set_returning_functions_in_the_select_list_are_linear(server):
     assert want == {(3, 1, "x"): 1, (3, 2, "y"): 1, (3, 3, None): 1}
     assert state(cur.until(lambda r: state(r) == want, what=str(want))) == want
     cur.close()
+
+
+def test_rows_as_json_under_subscribe_are_select_s(server):
+    # row_to_json(t) is linear; json_agg(t) and json_agg(x) are recomputed (their UDFs were
+    # missing from the guard's list: SUBSCRIBE of json_agg failed with 42883)
+    t = fresh("rowjs")
+    with connect(server) as c:
+        c.execute(f"CREATE TABLE {t} (id int, name text)")
+        c.execute(f"INSERT INTO {t} VALUES (1, 'a')")
+    queries = {"row": f"SELECT row_to_json({t})::text AS j FROM {t}",
+               "agg": f"SELECT json_agg({t} ORDER BY id)::text AS j, json_agg(name)::text AS n FROM {t}"}
+    cursors = {k: Cursor(server, f"SUBSCRIBE ({q})") for k, q in queries.items()}
+    with connect(server) as c:
+        c.execute(f"INSERT INTO {t} VALUES (2, NULL)")
+        c.execute(f"DELETE FROM {t} WHERE id = 1")
+        wants = {k: {tuple(r): 1 for r in c.execute(q)} for k, q in queries.items()}
+    assert wants["row"] == {('{"id":2,"name":null}',): 1}
+    assert wants["agg"] == {('[{"id":2,"name":null}]', "[null]"): 1}
+    for k, cur in cursors.items():
+        assert state(cur.until(lambda r, k=k: state(r) == wants[k], what=str(wants[k]))) == wants[k]
+        cur.close()

@@ -30,7 +30,7 @@ _SPARK_TYPES = {
     "timestamp with time zone": "TIMESTAMP", "boolean": "BOOLEAN", "oid": "BIGINT", "name": "STRING",
     "anyarray": "ARRAY<INT>", "anycompatiblearray": "ARRAY<INT>", "anyelement": "INT", "anynonarray": "INT",
     "anycompatible": "INT", '"any"': "INT", "json": "STRING", "jsonb": "STRING", "pg_node_tree": "STRING",
-    "regclass": "BIGINT", "text[]": "ARRAY<STRING>", "bytea": "BINARY", "interval": "STRING",
+    "regclass": "BIGINT", "text[]": "ARRAY<STRING>", "bytea": "BINARY", "interval": "STRING", "record": "STRING",
 }
 # Arguments that must be constants (a unit, an offset): a literal, not a column.
 _CONSTANTS = {("date_part", 0): "'year'", ("date_trunc", 0): "'day'", ("extract", 0): "year",

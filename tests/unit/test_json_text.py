@@ -53,3 +53,10 @@ def test_build_array_and_agg_separate_with_a_comma_and_a_space():
     assert json_text.agg([], False) is None  # json_agg over no rows is NULL
     # arrays after the first start a new line, as json_agg_transfn writes them
     assert json_text.agg([{"v0": "[1]"}, {"v0": None}, {"v0": "[]"}], True) == "[[1], null, \n []]"
+
+
+def test_a_row_is_written_as_composite_to_json_writes_it():
+    assert json_text.build_row(["a", 'q"k'], ["1", None], False) == '{"a":1,"q\\"k":null}'
+    assert json_text.build_row(["a", "b"], ["1", '"x"'], True) == '{"a":1,\n "b":"x"}'
+    assert json_text.build_row([], [], False) == "{}"
+    assert json_text.build_row(["a"], ["1"], None) is None  # row_to_json(r, NULL): strict
