@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from planner import pg_parse
 from planner.errors import SqlError
-from planner.sql import bind, coerce, delta, dml, numeric_scale, spark_sql, value_scale
+from planner.sql import bind, coerce, delta, dml, json_checks, numeric_scale, spark_sql, value_scale
 from planner.sql import plan as p
 from planner.translate import SessionContext, TableSource
 from planner.types import SqlType
@@ -106,6 +106,7 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
             rel = binder.query(node)
         if cast_from is not None:
             rel = dml.cast_columns(rel, write.targets, cast_from)
+        json_checks.check(rel)
         cols = p.columns(rel)
         out_types = numeric_scale.with_display_scales([c.type for c in cols], numeric_scale.output_scales(rel))
         bound = _Bound(rel, tuple(relations.seen.items()), [c.name for c in cols], out_types)
