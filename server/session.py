@@ -244,7 +244,7 @@ class Session:
             return out.names, out.types
         if isinstance(stmt, (st.Insert, st.Update, st.Delete)) and stmt.returning:
             item = self.catalog.require(stmt.table)
-            columns = writes.returning_columns(item, stmt.returning, type(stmt).__name__.upper())
+            columns = writes.returning_columns(item, stmt.returning, type(stmt).__name__.upper(), stmt.alias)
             return [name for name, _ in columns], [item.columns[pos].type for _, pos in columns]
         if not isinstance(stmt, st.Query):
             return None
@@ -368,7 +368,7 @@ class Session:
 
     async def _insert(self, stmt: st.Insert, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "insert into")
-        returning = writes.returning_columns(item, stmt.returning) if stmt.returning else None
+        returning = writes.returning_columns(item, stmt.returning, "INSERT", stmt.alias) if stmt.returning else None
         ctx = self.context()
         rows = writes.constant_rows(item, stmt, ctx, params, ptypes)
         if rows is not None and stmt.on_conflict is None:
@@ -479,13 +479,13 @@ class Session:
 
     async def _update(self, stmt: st.Update, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "update")
-        returning = writes.returning_columns(item, stmt.returning, "UPDATE") if stmt.returning else None
+        returning = writes.returning_columns(item, stmt.returning, "UPDATE", stmt.alias) if stmt.returning else None
         count, rows = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True)
         return self._returning(f"UPDATE {count}", item, rows, returning)
 
     async def _delete(self, stmt: st.Delete, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "delete from")
-        returning = writes.returning_columns(item, stmt.returning, "DELETE") if stmt.returning else None
+        returning = writes.returning_columns(item, stmt.returning, "DELETE", stmt.alias) if stmt.returning else None
         count, rows = await self._change(item, stmt, writes.delete_select(item, stmt), params, ptypes, False)
         return self._returning(f"DELETE {count}", item, rows, returning)
 

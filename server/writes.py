@@ -29,6 +29,7 @@ from planner.errors import (
     STRING_DATA_RIGHT_TRUNCATION,
     SYNTAX_ERROR,
     UNDEFINED_COLUMN,
+    UNDEFINED_TABLE,
     SqlError,
 )
 from planner.params import literal
@@ -133,20 +134,28 @@ def _number_for(text: str, t: SqlType) -> object:
                    f"{'integer' if text.lstrip('-').isdigit() else 'numeric'}")
 
 
-def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str = "INSERT") -> list[tuple[str, int]]:
+def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str = "INSERT",
+                      table_alias: str | None = None) -> list[tuple[str, int]]:
     """RETURNING's output: (name, table column position) per output column.
 
-    Column names (optionally qualified by the table, aliased) and `*`; an expression
-    would need a query over the written rows, which is not supported."""
+    Column names (optionally qualified by the table, or by its alias where the statement
+    gives one: `INSERT INTO t AS x … RETURNING x.id`), renamed with AS, and `*`; an
+    expression would need a query over the written rows, which is not supported."""
     out: list[tuple[str, int]] = []
+    qualifier = (table_alias or item.name).lower()
     for node in returning:
         alias = None
         if isinstance(node, exp.Alias):
             alias, node = node.alias, node.this
+        if isinstance(node, exp.Column) and node.table and node.table.lower() != qualifier:
+            hint = f'Perhaps you meant to reference the table alias "{table_alias}".' if table_alias and \
+                node.table.lower() == item.name.lower() else None
+            raise SqlError(UNDEFINED_TABLE, f'{"invalid reference to" if hint else "missing"} FROM-clause entry for '
+                                            f'table "{node.table}"', hint=hint)
         if isinstance(node, exp.Star) or isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
             out += [(c.name, i) for i, c in enumerate(item.columns)]
             continue
-        if isinstance(node, exp.Column) and (not node.table or node.table.lower() == item.name.lower()):
+        if isinstance(node, exp.Column):
             name = folded_name(node)
             pos = next((i for i, c in enumerate(item.columns) if c.name == name), None)
             if pos is None:
