@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner import pg_parse
-from planner.errors import SqlError
 from planner.sql import bind, coerce, delta, dml, json_checks, numeric_scale, spark_sql, value_scale
 from planner.sql import plan as p
 from planner.translate import SessionContext, TableSource
@@ -135,7 +134,8 @@ def param_types(text: str, catalog: Catalog, known: dict[int, SqlType],
     the front end does not cover the statement or refuses it (the error comes when it runs)."""
     try:
         bound = _bind(text, catalog, known, _Dml(write[0], tuple(write[1])) if write is not None else None)
-    except SqlError:
+    except Exception:  # inference only: the statement's own error comes when it runs
+        log.debug("parameter types not inferred: %s", text[:200], exc_info=True)
         return {}
     if bound.rel is None:
         return {}
