@@ -80,7 +80,7 @@ _CACHE_SIZE = 512
 
 
 def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _Dml | None = None) -> _Bound:
-    key = (text, tuple(sorted(param_types.items())), write.targets if write is not None else None)
+    key = (text, tuple(sorted(param_types.items())), write if write is not None else None)
     hit = _CACHE.get(key)
     if hit is not None and all(catalog.get(name) is item for name, item in hit.seen):
         _CACHE.move_to_end(key)
@@ -92,11 +92,16 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
         values = None
         if write is not None:
             relations.seen[write.table] = catalog.get(write.table)  # its columns shaped the query
-            values = dml.insert_values(node) if pg_parse.node_type(node) == "InsertStmt" else None
-            found = dml.rows_query(node, write.table, write.targets)
-            if found is None:
-                raise p.NotYet("this form of the statement is not covered by this front end yet")
-            node, cast_from = found
+            if write.returning:
+                node = dml.returning_select(node)
+                if node is None:
+                    raise p.NotYet("no RETURNING list")
+            else:
+                values = dml.insert_values(node) if pg_parse.node_type(node) == "InsertStmt" else None
+                found = dml.rows_query(node, write.table, write.targets)
+                if found is None:
+                    raise p.NotYet("this form of the statement is not covered by this front end yet")
+                node, cast_from = found
         types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
         binder = bind.Binder(relations, text, types, resolve_unknowns=cast_from is None)
         if values is not None:
@@ -120,10 +125,12 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
 
 @dataclass(frozen=True)
 class _Dml:
-    """INSERT … SELECT, UPDATE or DELETE as the query computing its rows (planner.sql.dml)."""
+    """INSERT … SELECT, UPDATE or DELETE as the query computing its rows (planner.sql.dml),
+    or (`returning`) as its RETURNING list over the rows it wrote."""
 
     table: str
     targets: tuple[dml.Target, ...]
+    returning: bool = False
 
 
 def param_types(text: str, catalog: Catalog, known: dict[int, SqlType],
@@ -149,6 +156,16 @@ def plan_write(text: str, table: str, targets: Sequence[dml.Target], catalog: Ca
     (see planner.sql.dml for the columns of each), or None where this front end does not
     cover the statement yet."""
     return plan(text, catalog, resolver_for, param_values, param_types, _Dml(table, tuple(targets)))
+
+
+def plan_returning(text: str, table: str, catalog: Catalog, resolver_for,
+                   param_values: dict[int, object] | None = None,
+                   param_types: dict[int, SqlType] | None = None) -> BoundQuery | None:
+    """The Spark SQL of the RETURNING list of the INSERT, UPDATE or DELETE `text`, as a query
+    over `table` (the caller registers the rows the statement wrote as that table), or None
+    where this front end does not cover it."""
+    return plan(text, catalog, resolver_for, param_values, param_types, _Dml(table, (), returning=True),
+                per_value_scale=True)
 
 
 def plan(text: str, catalog: Catalog, resolver_for, param_values: dict[int, object] | None = None,

@@ -51,6 +51,7 @@ from server import (
     metrics,
     on_conflict,
     prepared,
+    returning,
     roles,
     signals,
     sources,
@@ -243,9 +244,7 @@ class Session:
             out = await self.execute(parsed)
             return out.names, out.types
         if isinstance(stmt, (st.Insert, st.Update, st.Delete)) and stmt.returning:
-            item = self.catalog.require(stmt.table)
-            columns = writes.returning_columns(item, stmt.returning, type(stmt).__name__.upper(), stmt.alias)
-            return [name for name, _ in columns], [item.columns[pos].type for _, pos in columns]
+            return returning.describe(self, self.catalog.require(stmt.table), stmt, param_types)
         if not isinstance(stmt, st.Query):
             return None
         if signals.signal_call(stmt.ast, dict.fromkeys(param_types, 0)) is not None:
@@ -368,19 +367,21 @@ class Session:
 
     async def _insert(self, stmt: st.Insert, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "insert into")
-        returning = writes.returning_columns(item, stmt.returning, "INSERT", stmt.alias) if stmt.returning else None
+        returns = returning.plan(item, stmt, "INSERT")
         ctx = self.context()
         rows = writes.constant_rows(item, stmt, ctx, params, ptypes)
         if rows is not None and stmt.on_conflict is None:
             updates = writes.rows_to_updates(item, rows)
+            shown = await returning.compute(self, item, stmt, updates, returns, params, ptypes)  # before it commits
             if self.txn is not None:
                 await self._stage({item.id: updates})
             else:
                 await self.coord.commit_write({item.id: updates})
-            return self._returning(f"INSERT 0 {updates.num_rows}", item, updates, returning)
+            return returning.outcome(f"INSERT 0 {updates.num_rows}", item, updates, returns, shown)
         if stmt.on_conflict is not None:
             on_conflict.arbiters(item, stmt.on_conflict)  # a clause that names no key fails first
         done: list[on_conflict.Resolved] = []
+        shown: list[returning.Computed | None] = []
 
         async def work() -> dict[str, pa.Table]:
             proposed = (writes.rows_to_updates(item, rows) if rows is not None
@@ -392,11 +393,12 @@ class Session:
                     item, stmt, proposed, self.coord.unique.counts(item),
                     self.txn.updates.get(item.id, []) if self.txn else [], self._table_query)
             done.append(resolved)
+            shown.append(await returning.compute(self, item, stmt, resolved.returned, returns, params, ptypes))
             await self._stage({item.id: resolved.updates})
             return {item.id: resolved.updates}
 
         await self._with_write_lock(work)
-        return self._returning(f"INSERT 0 {done[0].count}", item, done[0].returned, returning)
+        return returning.outcome(f"INSERT 0 {done[0].count}", item, done[0].returned, returns, shown[0])
 
     async def _queried_rows(self, item: Item, stmt: st.Insert, ctx: SessionContext, params, ptypes) -> pa.Table:
         """INSERT's rows computed by Spark (a query, or VALUES of expressions), as updates."""
@@ -437,20 +439,12 @@ class Session:
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay, group=self.group)
         return result.table
 
-    @staticmethod
-    def _returning(tag: str, item: Item, updates: pa.Table, returning: list[tuple[str, int]] | None) -> Outcome:
-        """A write's outcome: its tag, and with RETURNING the rows it wrote (or deleted)."""
-        if returning is None:
-            return CommandDone(tag)
-        return Rows(tag, [name for name, _ in returning], [item.columns[pos].type for _, pos in returning],
-                    writes.returned_rows(updates, returning))
-
     async def _change(self, item: Item, stmt: st.Update | st.Delete, select: exp.Expression, params, ptypes,
-                      with_new: bool) -> tuple[int, pa.Table]:
-        """The rows changed, and the rows RETURNING reads: the new ones for UPDATE, the old
-        ones for DELETE."""
+                      with_new: bool, returns: returning.Returning) -> tuple[int, pa.Table, returning.Computed | None]:
+        """The rows changed, the rows RETURNING reads (the new ones for UPDATE, the old ones
+        for DELETE), and what a RETURNING query computed of them before they were staged."""
         count = 0
-        returned: list[pa.Table] = []
+        returned: list = []
 
         async def work() -> dict[str, pa.Table]:
             nonlocal count
@@ -468,26 +462,27 @@ class Session:
             parts = [old]
             if with_new:
                 parts.append(writes.arrow_to_updates(item, result.table.select(list(range(k, 2 * k))), +1))
-            returned.append(parts[-1])
+            returned[:] = [parts[-1], await returning.compute(self, item, stmt, parts[-1], returns, params, ptypes)]
             updates = writes.concat_updates(parts)
             count = result.table.num_rows
             await self._stage({item.id: updates})
             return {item.id: updates}
 
         await self._with_write_lock(work)
-        return count, returned[0]
+        return count, returned[0], returned[1]
 
     async def _update(self, stmt: st.Update, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "update")
-        returning = writes.returning_columns(item, stmt.returning, "UPDATE", stmt.alias) if stmt.returning else None
-        count, rows = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True)
-        return self._returning(f"UPDATE {count}", item, rows, returning)
+        returns = returning.plan(item, stmt, "UPDATE")
+        count, rows, shown = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True, returns)
+        return returning.outcome(f"UPDATE {count}", item, rows, returns, shown)
 
     async def _delete(self, stmt: st.Delete, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "delete from")
-        returning = writes.returning_columns(item, stmt.returning, "DELETE", stmt.alias) if stmt.returning else None
-        count, rows = await self._change(item, stmt, writes.delete_select(item, stmt), params, ptypes, False)
-        return self._returning(f"DELETE {count}", item, rows, returning)
+        returns = returning.plan(item, stmt, "DELETE")
+        count, rows, shown = await self._change(item, stmt, writes.delete_select(item, stmt), params, ptypes, False,
+                                                returns)
+        return returning.outcome(f"DELETE {count}", item, rows, returns, shown)
 
     async def _truncate(self, stmt: st.Truncate, params, ptypes) -> Outcome:
         """Every row of each table deleted, all in one commit (every table is checked first)."""

@@ -139,8 +139,8 @@ def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str
     """RETURNING's output: (name, table column position) per output column.
 
     Column names (optionally qualified by the table, or by its alias where the statement
-    gives one: `INSERT INTO t AS x … RETURNING x.id`), renamed with AS, and `*`; an
-    expression would need a query over the written rows, which is not supported."""
+    gives one: `INSERT INTO t AS x … RETURNING x.id`), renamed with AS, and `*`; anything
+    else is ReturningExpression (server.returning runs a query over the written rows)."""
     out: list[tuple[str, int]] = []
     qualifier = (table_alias or item.name).lower()
     for node in returning:
@@ -162,9 +162,13 @@ def returning_columns(item: Item, returning: Sequence[exp.Expression], verb: str
                 raise SqlError(UNDEFINED_COLUMN, f'column "{name}" does not exist')
             out.append((alias or name, pos))
             continue
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} ... RETURNING takes column names and *, not an "
-                                              f"expression such as {node.sql('postgres')}")
+        raise ReturningExpression(FEATURE_NOT_SUPPORTED, f"{verb} ... RETURNING takes column names and *, not an "
+                                                     f"expression such as {node.sql('postgres')}")
     return out
+
+
+class ReturningExpression(SqlError):
+    """A RETURNING list with more than columns (server.returning computes it by a query)."""
 
 
 def returned_rows(updates: pa.Table, columns: list[tuple[str, int]]) -> pa.Table:

@@ -148,6 +148,17 @@ def _mismatch(target: Target, found: SqlType, position: int | None = None) -> Sq
                     hint="You will need to rewrite or cast the expression.", position=position)
 
 
+def returning_select(stmt: Node) -> Node | None:
+    """`SELECT <RETURNING list> FROM t [AS alias]` of an INSERT, UPDATE or DELETE: run over the
+    rows the statement wrote (the caller reads t as those rows). None without RETURNING."""
+    kind = node_type(stmt)
+    body = stmt[kind]
+    if not body.get("returningList"):
+        return None
+    return {"SelectStmt": {"targetList": body["returningList"], "fromClause": [{"RangeVar": body["relation"]}],
+                           "limitOption": "LIMIT_OPTION_DEFAULT", "op": "SETOP_NONE"}}
+
+
 def cast_columns(rel: p.Rel, targets: Sequence[Target], first: int = 0) -> p.Rel:
     """`rel` with its columns from `first` on cast to their targets' types (`cast_type`),
     by PostgreSQL's assignment rules (42804 for a value the column cannot take); any

@@ -761,8 +761,13 @@ def test_insert_returning_columns(server, conn):
             await c.close()
 
     assert asyncio.run(with_asyncpg()) == 20
-    with pytest.raises(psycopg.errors.FeatureNotSupported, match="id \\* 2"):
-        conn.execute("INSERT INTO ret (id) VALUES (99) RETURNING id * 2")
+    # An expression is a query over the rows written (prepared: described too); an error in
+    # it writes nothing.
+    cur = conn.execute("INSERT INTO ret (id) VALUES (%s) RETURNING id * 2 AS twice, upper(name)", (98,), prepare=True)
+    assert [d.name for d in cur.description] == ["twice", "upper"] and cur.fetchall() == [(196, None)]
+    assert conn.execute("DELETE FROM ret WHERE id = 98 RETURNING id - 98").fetchall() == [(0,)]
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        conn.execute("INSERT INTO ret (id) VALUES (99) RETURNING 1 / (id - 99)")
     assert conn.execute("SELECT count(*), count(*) FILTER (WHERE id = 99) FROM ret").fetchone() == (6, 0)
     # UPDATE returns the new rows, DELETE the deleted ones.
     cur = conn.execute("UPDATE ret SET amount = amount * 2 WHERE id IN (1, 2) RETURNING id, amount")

@@ -140,3 +140,18 @@ def test_values_with_order_by_is_a_query_with_common_types():
 ])
 def test_assignment_rules(source, target, ok):
     assert coerce.can_assign(coerce.named(source), coerce.named(target)) is ok
+
+
+def test_returning_is_a_select_of_its_list_over_the_table_under_its_alias():
+    b = bound_query.plan_returning("INSERT INTO t AS x VALUES (1) RETURNING x.a * 2, upper(x.b)", "t", CATALOG,
+                                   resolver_for(CATALOG))
+    assert [t.base.name for t in b.types] == ["integer", "text"]
+    assert "__sw_t" in b.spark_sql  # read as t: the caller registers the written rows there
+    assert dml.returning_select(pg_parse.parse_one("DELETE FROM t")) is None
+
+
+def test_returning_names_what_the_table_has():
+    sql = "UPDATE t SET a = 1 RETURNING nosuch + 1"
+    with pytest.raises(SqlError) as err:
+        bound_query.plan_returning(sql, "t", CATALOG, resolver_for(CATALOG))
+    assert (err.value.sqlstate, err.value.position) == ("42703", sql.index("nosuch") + 1)
