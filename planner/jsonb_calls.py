@@ -60,7 +60,7 @@ JSONB = SqlType(BY_NAME["jsonb"])
 
 def known(t: SqlType) -> SqlType:
     """`t`, or text for an untyped value (a NULL or a parameter with no type), as "any" takes it."""
-    return SqlType(BY_NAME["text"], -1, t.is_array) if t.base.name not in BY_NAME else t
+    return SqlType(_TEXT.base, -1, t.is_array) if t.base.name not in BY_NAME else t
 
 
 def value(arg: exp.Expression, t: SqlType) -> exp.Expression:

@@ -9,7 +9,7 @@ RETURNING fails the statement and writes nothing, as in PostgreSQL.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
@@ -17,8 +17,6 @@ import pyarrow.compute as pc
 
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
-from planner.functions import Function
-from planner.operators import Operator
 from planner.sql import plan as p
 from planner.translate import SessionContext
 from planner.types import SqlType
@@ -122,16 +120,4 @@ def outcome(tag: str, item: Item, rows: pa.Table, returning: Returning, computed
 def _reads_more_than_once(rel: p.Rel, table: str) -> bool:
     """A RETURNING list whose subquery reads the table itself would see the written rows
     here, where PostgreSQL's sees the table as the statement found it: not covered."""
-    count = 0
-
-    def visit(node: object) -> None:
-        nonlocal count
-        if isinstance(node, p.Get) and node.name == table:
-            count += 1
-        if is_dataclass(node) and not isinstance(node, (SqlType, p.Column, Function, Operator)):
-            for f in fields(node):
-                for child in p.children(getattr(node, f.name)):
-                    visit(child)
-
-    visit(rel)
-    return count > 1
+    return sum(1 for node in p.nodes(rel) if isinstance(node, p.Get) and node.name == table) > 1

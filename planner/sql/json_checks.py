@@ -7,12 +7,7 @@ over a bound plan (subquery plans included).
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-from typing import Any
-
 from planner.errors import SqlError
-from planner.functions import Function
-from planner.operators import Operator
 from planner.sql import plan as p
 from planner.types import SqlType
 
@@ -21,31 +16,23 @@ UNDEFINED_FUNCTION = "42883"
 
 def check(rel: p.Rel) -> None:
     """42883 where `rel` compares or sorts a json value."""
-    _walk(rel)
-
-
-def _walk(node: Any) -> None:
-    match node:
-        case p.TopK(input=inner, order=order):
-            columns = p.columns(inner)
-            _no_json([columns[k.index].type for k in order], "ordering")
-        case p.Distinct(input=inner):
-            _no_json([c.type for c in p.columns(inner)], "equality")
-        case p.Reduce(keys=keys):
-            _no_json([k.type for k in keys], "equality")
-        case p.SetOp(kind=kind, all=every, left=left) if kind is not p.SetKind.UNION or not every:
-            _no_json([c.type for c in p.columns(left)], "equality")
-        case p.AggCall(args=args, distinct=distinct, order=order):
-            _no_json([a.type for a in args] if distinct else [], "equality")
-            _no_json([k.expr.type for k in order], "ordering")
-        case p.WindowCall(partition=partition, order=order):
-            _no_json([e.type for e in partition], "equality")
-            _no_json([k.expr.type for k in order], "ordering")
-    if not is_dataclass(node) or isinstance(node, (SqlType, p.Column, Function, Operator)):
-        return
-    for f in fields(node):
-        for child in p.children(getattr(node, f.name)):
-            _walk(child)
+    for node in p.nodes(rel):
+        match node:
+            case p.TopK(input=inner, order=order):
+                columns = p.columns(inner)
+                _no_json([columns[k.index].type for k in order], "ordering")
+            case p.Distinct(input=inner):
+                _no_json([c.type for c in p.columns(inner)], "equality")
+            case p.Reduce(keys=keys):
+                _no_json([k.type for k in keys], "equality")
+            case p.SetOp(kind=kind, all=every, left=left) if kind is not p.SetKind.UNION or not every:
+                _no_json([c.type for c in p.columns(left)], "equality")
+            case p.AggCall(args=args, distinct=distinct, order=order):
+                _no_json([a.type for a in args] if distinct else [], "equality")
+                _no_json([k.expr.type for k in order], "ordering")
+            case p.WindowCall(partition=partition, order=order):
+                _no_json([e.type for e in partition], "equality")
+                _no_json([k.expr.type for k in order], "ordering")
 
 
 def _no_json(types: list[SqlType], operator: str) -> None:

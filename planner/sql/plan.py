@@ -479,27 +479,27 @@ def contains(e: Any, cls: type) -> bool:
     return is_dataclass(e) and any(contains(c, cls) for f in fields(e) for c in children(getattr(e, f.name)))
 
 
+def nodes(e: Any) -> Iterator[Any]:
+    """`e` and every operator and expression inside it, subquery plans included, outer first
+    (not the types and catalog entries they carry)."""
+    if not is_dataclass(e) or isinstance(e, (SqlType, Column, Function, Operator)):
+        return
+    yield e
+    for f in fields(e):
+        for c in children(getattr(e, f.name)):
+            yield from nodes(c)
+
+
 def param_types(e: Any) -> dict[int, SqlType]:
     """The type of each `$n` in `e`, subquery plans included, where one was given to it: by
     the operator, function or column it meets (a Param the binder typed) or by a cast. A
     parameter typed twice keeps the first, as PostgreSQL's Parse does with the first use."""
     found: dict[int, SqlType] = {}
-
-    def walk(v: Any) -> None:
-        if isinstance(v, Param):
-            if v.type.base.name != "unknown":
-                found.setdefault(v.number, v.type)
-            return
-        if isinstance(v, Cast) and isinstance(v.arg, Param) and v.arg.type.base.name == "unknown":
+    for v in nodes(e):
+        if isinstance(v, Param) and v.type.base.name != "unknown":
+            found.setdefault(v.number, v.type)
+        elif isinstance(v, Cast) and isinstance(v.arg, Param) and v.arg.type.base.name == "unknown":
             found.setdefault(v.arg.number, v.type)
-            return
-        if not is_dataclass(v) or isinstance(v, (SqlType, Column, Function, Operator)):
-            return
-        for f in fields(v):
-            for c in children(getattr(v, f.name)):
-                walk(c)
-
-    walk(e)
     return found
 
 
