@@ -28,6 +28,7 @@ from planner.errors import (
     SqlError,
 )
 from planner.pg_parse import Node
+from planner.sequences import SERIALS
 from planner.types import lookup
 
 # Schemas a function may be qualified with.
@@ -172,6 +173,8 @@ def _type_name(node: Node) -> None:
     if not parts:
         return  # %TYPE and the like are refused by the statements that allow them
     name, schema = parts[-1], (parts[-2] if len(parts) > 1 else None)
+    if schema is None and name in SERIALS and not node.get("arrayBounds"):
+        return  # a column's serial type (planner.table_sequences); elsewhere the binder's 42704
     if schema not in (None, "pg_catalog") or not known_type(name):
         shown = ".".join(parts)
         raise SqlError(UNDEFINED_OBJECT, f'type "{shown}" does not exist', position=_position(node))

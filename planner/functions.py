@@ -149,6 +149,13 @@ FUNCTIONS: tuple[Function, ...] = (
     S(2197, "inet_client_port", "", "integer", "<the client's port>"),
     S(2171, "pg_cancel_backend", "integer", "boolean", "<run by the server: cancels a session's statement>"),
     S(2096, "pg_terminate_backend", "integer, bigint", "boolean", "<run by the server: ends a session>", defaults=1),
+    # Sequences' values live in the server (server.sequence_calls): a column's DEFAULT, an
+    # INSERT's VALUES, and a SELECT of these calls alone.
+    S(1574, "nextval", "regclass", "bigint", "<run by the server: a sequence's next value>"),
+    S(1575, "currval", "regclass", "bigint", "<run by the server: the session's last value of a sequence>"),
+    S(2559, "lastval", "", "bigint", "<run by the server: the session's last sequence value>"),
+    S(1576, "setval", "regclass, bigint", "bigint", "<run by the server: sets a sequence's value>"),
+    S(1765, "setval", "regclass, bigint, boolean", "bigint", "<run by the server: sets a sequence's value>"),
     S(2892, "pg_advisory_unlock_all", "", "void", "cast(null as string)"),
     S(1039, "getdatabaseencoding", "", "name", "'UTF8'"),
     T(1686, "pg_get_keywords", "", "record", "rewrite"),

@@ -26,10 +26,12 @@ from planner import (
     pg_compat,
     pg_parse,
     prepare_syntax,
+    sequence_syntax,
     source_syntax,
     subscribe_syntax,
     table_checks,
     table_keys,
+    table_sequences,
 )
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
@@ -265,6 +267,9 @@ def _create(s: Scanner) -> st.Statement:
         return as_query if as_query is not None else _create_table(s.text)
     if s.is_keyword("view") or s.is_keyword("temp", "view") or s.is_keyword("temporary", "view"):
         return _create_view(s.text, replace)
+    if any(s.is_keyword(*w, "sequence") for w in ((), ("temp",), ("temporary",), ("unlogged",))):
+        pg_parse.parse_one(s.text)  # PostgreSQL's syntax errors, with their positions
+        return sequence_syntax.create_sequence(s.text)
     if s.is_keyword("index") or s.is_keyword("unique", "index"):
         node = pg_parse.parse_one(s.text)["IndexStmt"]
         relation = node["relation"]
@@ -277,7 +282,7 @@ _CONSTRAINTS_OK = (exp.NotNullColumnConstraint, exp.DefaultColumnConstraint)
 
 
 def _create_table(text: str) -> st.CreateTable:
-    tree = _sqlglot(text)
+    tree = _sqlglot(table_sequences.without_identity(text))
     if not isinstance(tree, exp.Create) or not isinstance(tree.this, exp.Schema):
         raise SqlError(SYNTAX_ERROR, "syntax error in CREATE TABLE")
     if tree.expression is not None:
@@ -287,6 +292,7 @@ def _create_table(text: str) -> st.CreateTable:
     create = pg_parse.parse_one(text)
     keys = table_keys.table_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
     checks = table_checks.table_checks(create["CreateStmt"], text) if "CreateStmt" in create else ()
+    generated = table_sequences.column_sequences(text)
     columns = []
     seen = set()
     for cd in tree.this.expressions:
@@ -299,6 +305,7 @@ def _create_table(text: str) -> st.CreateTable:
         if cd.args.get("kind") is None:
             raise SqlError(SYNTAX_ERROR, f'column "{col}" has no type')
         not_null, default = False, None
+        sequence = generated.get(col)
         for c in cd.args.get("constraints") or []:
             kind = c.args.get("kind")
             if isinstance(kind, exp.NotNullColumnConstraint):
@@ -312,6 +319,12 @@ def _create_table(text: str) -> st.CreateTable:
             else:
                 raise SqlError(FEATURE_NOT_SUPPORTED,
                                f"column constraint {c.sql('postgres')} is not supported")
+        if sequence is not None:
+            # serial stands for its integer type; both kinds of column are NOT NULL.
+            typ = column_type(sequence.spec.type, (), is_array=False) if sequence.identity is None \
+                else sql_type(cd.args["kind"])
+            columns.append(st.ColumnDef(col, typ, True, None, sequence))
+            continue
         columns.append(st.ColumnDef(col, sql_type(cd.args["kind"]), not_null, default))
     if not columns:
         raise SqlError(FEATURE_NOT_SUPPORTED, "a table needs at least one column")
@@ -335,7 +348,8 @@ def _create_view(text: str, replace: bool) -> st.CreateView:
 
 def _insert(s: Scanner) -> st.Insert:
     text = multi_assign.spread(s.text)  # ON CONFLICT ... SET (a, b) = (x, y)
-    tree = _sqlglot(text)
+    overriding = _overriding(text)
+    tree = _sqlglot(_OVERRIDING.sub(" ", text, count=1) if overriding else text)
     if not isinstance(tree, exp.Insert):
         raise SqlError(SYNTAX_ERROR, "syntax error in INSERT")
     target = tree.this
@@ -345,13 +359,26 @@ def _insert(s: Scanner) -> st.Insert:
         target = target.this
     source = tree.expression
     if source is None:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... DEFAULT VALUES is not supported")
+        if not re.search(r"(?is)\bdefault\s+values\b", text) or columns is not None:
+            raise SqlError(SYNTAX_ERROR, "syntax error in INSERT")
+        source = exp.Values(expressions=[exp.Tuple(expressions=[])])  # DEFAULT VALUES: a row of defaults
     returning = tree.args.get("returning")
     alias = target.args.get("alias")
     return st.Insert(table_name(target), columns, source,
                      tuple(returning.expressions) if returning else (),
                      _on_conflict(tree.args.get("conflict")), folded_name(alias.this) if alias else None,
-                     text)
+                     text, overriding)
+
+
+_OVERRIDING = re.compile(r"(?is)\boverriding\s+(system|user)\s+value\b")
+
+
+def _overriding(text: str) -> str | None:
+    """INSERT's OVERRIDING clause, as PostgreSQL's grammar reads it (sqlglot does not)."""
+    if not _OVERRIDING.search(text):
+        return None
+    override = pg_parse.parse_one(text).get("InsertStmt", {}).get("override")
+    return {"OVERRIDING_SYSTEM_VALUE": "system", "OVERRIDING_USER_VALUE": "user"}.get(override)
 
 
 def _on_conflict(node: exp.OnConflict | None) -> st.OnConflict | None:
@@ -440,7 +467,7 @@ def _truncate(s: Scanner) -> st.Truncate:
         schema = rv.get("schemaname")
         names.append(table_name(exp.Table(this=exp.to_identifier(rv["relname"], quoted=True),
                                           db=exp.to_identifier(schema, quoted=True) if schema else None)))
-    return st.Truncate(tuple(dict.fromkeys(names)))
+    return st.Truncate(tuple(dict.fromkeys(names)), bool(node["TruncateStmt"].get("restart_seqs")))
 
 
 # -- hand-parsed statements ---------------------------------------------------------
@@ -455,6 +482,8 @@ def _drop(s: Scanner) -> st.Statement:
         kind = "TABLE"
     elif s.accept("view"):
         kind = "VIEW"
+    elif s.accept("sequence"):
+        kind = "SEQUENCE"
     elif s.accept("index"):
         concurrently = s.accept("concurrently")
         if_exists = s.accept("if", "exists")
@@ -468,14 +497,11 @@ def _drop(s: Scanner) -> st.Statement:
     else:
         raise _unsupported(Scanner(s.text)) if kind_word else s.error("expected TABLE or VIEW")
     if_exists = s.accept("if", "exists")
-    names = [_name_of(s.qualified_name())]
-    while s.accept_punct(","):
-        names.append(_name_of(s.qualified_name()))
-    cascade = s.accept("cascade")
-    if not cascade:
-        s.accept("restrict")
-    s.expect_end()
-    return st.Drop(kind, tuple(names), if_exists, cascade)
+    # The names as PostgreSQL's grammar reads them: a quoted name keeps its case.
+    node = pg_parse.parse_one(s.text)["DropStmt"]
+    parts = [pg_parse.names(o["List"]["items"]) for o in node["objects"]]
+    names = [_relation_name(p[-2] if len(p) > 1 else None, p[-1]) for p in parts]
+    return st.Drop(kind, tuple(names), if_exists, node.get("behavior") == "DROP_CASCADE")
 
 
 def _relation_name(schema: str | None, name: str) -> str:
@@ -670,6 +696,9 @@ def _alter(s: Scanner) -> st.Statement:
         return swap
     if s.is_keyword("alter", "table") or s.is_keyword("alter", "view"):
         return alter_syntax.parse_alter(s.text, _create_table, _default_expression, _relation_name)
+    if s.is_keyword("alter", "sequence"):
+        pg_parse.parse_one(s.text)
+        return sequence_syntax.alter_sequence(s.text)
     s.expect("alter")
     if not s.accept("system"):
         raise _unsupported(Scanner(s.text))

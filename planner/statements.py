@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from planner.errors import SYNTAX_ERROR, SqlError
+from planner.sequences import Spec as SequenceSpec
 from planner.table_checks import CheckSpec
 from planner.table_keys import KeySpec
+from planner.table_sequences import ColumnSequence
 from planner.types import SqlType
 
 
@@ -49,6 +51,7 @@ class ColumnDef:
     type: SqlType
     not_null: bool = False
     default: exp.Expression | None = None
+    sequence: ColumnSequence | None = None  # serial or identity: the sequence made for it
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class CreateView(Statement):
 
 @dataclass(frozen=True)
 class Drop(Statement):
-    object_type: str  # TABLE | VIEW
+    object_type: str  # TABLE | VIEW | SEQUENCE
     names: tuple[str, ...]
     if_exists: bool = False
     cascade: bool = False
@@ -119,6 +122,7 @@ class Insert(Statement):
     on_conflict: OnConflict | None = None
     alias: str | None = None  # INSERT INTO t AS alias: how ON CONFLICT's expressions name t
     text: str = ""  # the statement as written: what planner.sql binds its query from
+    overriding: str | None = None  # OVERRIDING SYSTEM VALUE ("system") or USER VALUE ("user")
 
 
 @dataclass(frozen=True)
@@ -143,9 +147,11 @@ class Delete(Statement):
 @dataclass(frozen=True)
 class Truncate(Statement):
     """TRUNCATE [TABLE] t, ...: every row of each table deleted, in one commit. RESTART
-    IDENTITY and CASCADE change nothing here (there are no sequences or foreign keys)."""
+    IDENTITY restarts the sequences the tables' columns own; CASCADE changes nothing here
+    (there are no foreign keys)."""
 
     tables: tuple[str, ...]
+    restart_identity: bool = False
 
 
 @dataclass(frozen=True)
@@ -302,3 +308,20 @@ class CreateTableAs(Statement):
     if_not_exists: bool = False
     with_data: bool = True
     select_into: bool = False  # tagged SELECT n, as PostgreSQL tags SELECT INTO
+
+
+@dataclass(frozen=True)
+class CreateSequence(Statement):
+    name: str
+    spec: SequenceSpec
+    owned_by: tuple[str, ...] | None = None  # OWNED BY table.column; () for NONE
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterSequence(Statement):
+    """ALTER SEQUENCE name options: `text` is re-read against the sequence's own options."""
+
+    name: str
+    text: str
+    if_exists: bool = False

@@ -2,7 +2,7 @@
 
 Column constraints (`a int PRIMARY KEY`) and table constraints (`UNIQUE (a, b)`,
 `CONSTRAINT name PRIMARY KEY (a)`) both become a `KeySpec`. The constraints sparkwire
-does not enforce (FOREIGN KEY, EXCLUDE, generated and identity columns) are refused
+does not enforce (FOREIGN KEY, EXCLUDE, generated columns) are refused
 here, by name, rather than accepted and ignored: a schema that relies on them would
 otherwise take data PostgreSQL refuses.
 """
@@ -15,13 +15,12 @@ from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node, names
 
 # Constraint kinds another part of CREATE TABLE handles (NOT NULL, NULL, DEFAULT; CHECK in
-# planner.table_checks).
-_HANDLED_ELSEWHERE = {"CONSTR_NOTNULL", "CONSTR_NULL", "CONSTR_DEFAULT", "CONSTR_CHECK"}
+# planner.table_checks; identity in planner.table_sequences).
+_HANDLED_ELSEWHERE = {"CONSTR_NOTNULL", "CONSTR_NULL", "CONSTR_DEFAULT", "CONSTR_CHECK", "CONSTR_IDENTITY"}
 _REFUSED = {
     "CONSTR_FOREIGN": "FOREIGN KEY constraints",
     "CONSTR_EXCLUSION": "EXCLUDE constraints",
     "CONSTR_GENERATED": "generated columns",
-    "CONSTR_IDENTITY": "identity columns",
     "CONSTR_ATTR_DEFERRABLE": "DEFERRABLE constraints",
     "CONSTR_ATTR_DEFERRED": "INITIALLY DEFERRED constraints",
 }

@@ -17,6 +17,7 @@ from sqlglot import exp
 from planner import alter_syntax as alt
 from planner import table_keys
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.sequences import nextval_default, nextval_literal
 from server import check_constraints
 from server.catalog import Catalog
 from server.catalog_items import Column, Item, UniqueKey
@@ -89,7 +90,14 @@ class _Work:
                 self._drop_column(action)
             case alt.SetDefault(name, default):
                 pos = self._position(name)
-                sql = default.sql("postgres") if default is not None else None
+                if self.table.columns[pos].identity is not None:
+                    raise SqlError("42601", f'column "{name}" of relation "{self.table.name}" is an identity column',
+                                   hint="Use ALTER TABLE ... ALTER COLUMN ... DROP IDENTITY instead.")
+                named = nextval_literal(default) if default is not None else None
+                if named is not None and self.catalog.get(named) is None:
+                    raise SqlError("42P01", f'relation "{named}" does not exist')
+                sql = (nextval_default(named) if named is not None
+                       else default.sql("postgres") if default is not None else None)
                 self._set_column(pos, dataclasses.replace(self.table.columns[pos], default=sql))
             case alt.SetNotNull(name, not_null):
                 pos = self._position(name)
@@ -116,6 +124,11 @@ class _Work:
                                                "already exists, skipping")))
                 return
             raise SqlError(DUPLICATE_COLUMN, f'column "{col.name}" of relation "{self.table.name}" already exists')
+        if col.sequence is not None or (col.default is not None and nextval_literal(col.default) is not None):
+            # Each existing row would take its own value: ALTER TABLE fills them with one.
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER TABLE ... ADD COLUMN of a serial or identity column, or "
+                                                  "with a DEFAULT of nextval, is not supported",
+                           hint="Add the column with ADD COLUMN c integer, then SET DEFAULT nextval('seq').")
         self.max_attnum += 1
         column = Column(col.name, col.type, col.not_null,
                         col.default.sql("postgres") if col.default is not None else None, self.max_attnum)

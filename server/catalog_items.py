@@ -18,17 +18,28 @@ class Column:
     # PostgreSQL's attnum, kept once ALTER TABLE dropped a column before this one (PostgreSQL
     # never reuses one); None: the column's position + 1, as for every table never altered.
     attnum: int | None = None
+    # An identity column's kind ("always" | "by default"), its values drawn from the
+    # sequence it owns (server.sequences); None for every other column.
+    identity: str | None = None
 
     def to_json(self) -> dict:
         out = {"name": self.name, "type": self.type.to_json(), "not_null": self.not_null,
                "default": self.default}
         if self.attnum is not None:  # absent otherwise: columns are written as they always were
             out["attnum"] = self.attnum
+        if self.identity is not None:
+            out["identity"] = self.identity
         return out
 
     @classmethod
     def from_json(cls, d: dict) -> Column:
-        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"), d.get("attnum"))
+        return cls(d["name"], SqlType.from_json(d["type"]), d["not_null"], d.get("default"), d.get("attnum"),
+                   d.get("identity"))
+
+    @property
+    def has_default(self) -> bool:
+        """Whether an INSERT that does not give the column computes a value for it."""
+        return self.default is not None or self.identity is not None
 
 
 @dataclass(frozen=True)
@@ -93,11 +104,11 @@ class CheckDef:
 @dataclass(frozen=True)
 class Item:
     """A named catalog object: a table (with a storage collection), a view, a
-    source, a connection or a secret."""
+    source, a connection, a secret or a sequence."""
 
     id: str
     name: str
-    kind: str  # table | view | source | connection | secret
+    kind: str  # table | view | source | connection | secret | role | sequence
     columns: tuple[Column, ...]
     created_at: int
     sql: str | None = None  # a view's query as written

@@ -30,10 +30,11 @@ from planner.spark_guard import spark_sql
 from planner.sql.spark_sql import Fixpoint
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
-from server import alter_checks, catalog_ops, check_constraints, system_catalog
+from server import alter_checks, catalog_ops, check_constraints, sequences, system_catalog
 from server.catalog import Catalog
 from server.catalog_items import Item
 from server.secret_store import SecretStore
+from server.sequences import SequenceValues
 from server.unique_keys import UniqueKeys
 from spark_backend import fixpoint
 from spark_backend.consolidate import consolidate
@@ -89,6 +90,7 @@ class Coordinator:
         self.engine = engine
         self.catalog = Catalog()
         self.unique = UniqueKeys(self.store)  # PRIMARY KEY and UNIQUE: the keys present
+        self.sequence_values = SequenceValues(self)  # nextval's values, logged ahead
         self.write_lock = asyncio.Lock()
         self._log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log")
         self._dropped_names: dict[str, str] = {}  # id → name, for writes that lost a race with DROP
@@ -420,6 +422,12 @@ class Coordinator:
             if item.kind in ("view", "source"):
                 text = item.sql if item.kind == "view" else source_progress_sql(item, catalog)
                 return ViewSource(parse_one(text).statement.ast)
+            if item.kind == sequences.KIND:  # its one row: last_value, log_cnt, is_called
+                last, called, logged = self.sequence_values.states(catalog)[item.id]
+                return self._system_source(system_catalog.Relation(
+                    "public", item.name, system_catalog.columns(sequences.COLUMNS_SQL),
+                    lambda _snap: [(last, logged, called)],
+                    "S", item.oid), views, qid, ctx, catalog)
             if item.kind != "table":
                 raise SqlError("42809", f'"{name}" is a {item.kind}, not a relation')
             item.check_readable()
@@ -439,7 +447,8 @@ class Coordinator:
                 dict(catalog.system), ctx.user if ctx is not None else system_catalog.OWNER,
                 self.sources, self.background_rows(), self.activity() if rel.name == "pg_stat_activity" else [],
                 self.prepared_statements(ctx.backend_pid)
-                if rel.name == "pg_prepared_statements" and ctx is not None else [])
+                if rel.name == "pg_prepared_statements" and ctx is not None else [],
+                self.sequence_values.states(catalog))
             views[key] = (f"__sw_{qid}_{rel.schema}_{rel.name}", system_catalog.build(rel, snapshot))
         spark_name, table = views[key]
         return TableSource(spark_name, {n: t.spark for n, t in zip(table.column_names, table.column_types)},

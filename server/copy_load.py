@@ -28,11 +28,13 @@ _CASTABLE = {"smallint", "integer", "bigint", "real", "double precision", "numer
 
 
 def updates(item: Item, positions: list[int], parsed: ParsedCopy, defaults: dict[int, object],
-            context: str) -> pa.Table:
+            context: str, generated: dict[int, list[int]] | None = None) -> pa.Table:
     """The storage updates (+1 each) of the COPY's rows; `positions` are the table columns the
-    data's fields go to, `defaults` the values of the others."""
+    data's fields go to, `defaults` the values of the others, but for `generated`: those
+    drawn from sequences, a value per row."""
     n = parsed.num_rows
-    columns: dict[int, pa.Array] = {}
+    columns: dict[int, pa.Array] = {pos: pa.array(values, arrow_type(item.columns[pos].type))
+                                    for pos, values in (generated or {}).items()}
     for field_index, pos in enumerate(positions):
         columns[pos] = _column(item, pos, parsed.columns[field_index], parsed, context)
     first_null: tuple[int, str] | None = None  # (row, column): PostgreSQL stops at the first row

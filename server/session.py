@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
+from planner import sequences as seq
 from planner import statements as st
 from planner import subscribe_syntax as ss
 from planner.copy_syntax import CopyFrom, CopyTo
@@ -36,6 +37,7 @@ from planner.errors import (
 )
 from planner.params import literal
 from planner.parser import parse_one
+from planner.sequences import nextval_literal
 from planner.sql import colnames
 from planner.translate import SessionContext, referenced_relations
 from planner.types import BY_NAME, SqlType
@@ -53,6 +55,10 @@ from server import (
     prepared,
     returning,
     roles,
+    sequence_calls,
+    sequence_ddl,
+    sequences,
+    show,
     signals,
     sources,
     subscribe_output,
@@ -109,6 +115,7 @@ class Session:
         self.cancel_event = asyncio.Event()  # wakes statements that wait on anything but Spark
         self.cursors: dict[str, Cursor] = {}
         self.server_sources = None  # the server's SourceManager, set by the connection
+        self.sequences_seen = sequences.Seen()  # currval and lastval
         self.on_overflow: Callable[[], None] | None = None  # set by the connection
         self.subscribe_limits = SubscribeLimits()  # set by the connection, from the server's options
         # Drops a protocol-level prepared statement (None: all); False if it does not exist.
@@ -187,6 +194,8 @@ class Session:
         handler = _HANDLERS.get(type(stmt))
         if handler is None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
+        if isinstance(stmt, (st.Update, st.Delete)) and sequence_calls.called_in(getattr(stmt, "text", "")):
+            raise sequence_calls.refused()
         self.group = self.coord.engine.new_group()
         self.cancelled = False
         self.cancel_event.clear()
@@ -247,6 +256,10 @@ class Session:
             return returning.describe(self, self.catalog.require(stmt.table), stmt, param_types)
         if not isinstance(stmt, st.Query):
             return None
+        if stmt.text and sequence_calls.mentions(stmt.text):
+            calls = sequence_calls.calls(stmt.text, dict.fromkeys(param_types))
+            if calls is not None:
+                return sequence_calls.describe(calls)
         if signals.signal_call(stmt.ast, dict.fromkeys(param_types, 0)) is not None:
             name = "pg_terminate_backend" if "terminate" in parsed.text.lower() else "pg_cancel_backend"
             return [name], [BOOL]
@@ -287,6 +300,12 @@ class Session:
         return {n: literal(v, types.get(n, TEXT)) for n, v in params.items()}
 
     async def _query(self, stmt: st.Query, params, ptypes) -> Rows:
+        if stmt.text and sequence_calls.mentions(stmt.text):
+            calls = sequence_calls.calls(stmt.text, params)
+            if calls is not None:
+                return await sequence_calls.run(self, calls)
+            if sequence_calls.called_in(stmt.text):
+                raise sequence_calls.refused()
         signal = signals.signal_call(stmt.ast, params)
         if signal is not None:
             pid, terminate = signal
@@ -358,6 +377,11 @@ class Session:
                     raise error
             self.txn.updates.setdefault(cid, []).append(table)
 
+    def _holds_write_lock(self) -> bool:
+        """Whether this session's transaction block holds the write lock (it took it for a
+        write that read), outside the read-then-write work that holds it for one statement."""
+        return self.txn is not None and self.txn.holds_lock
+
     def _writable(self, name: str, verb: str) -> Item:
         item = self.catalog.require(name)
         if item.kind != "table":
@@ -370,6 +394,9 @@ class Session:
         returns = returning.plan(item, stmt, "INSERT")
         ctx = self.context()
         rows = writes.constant_rows(item, stmt, ctx, params, ptypes)
+        if rows is not None:
+            rows = await sequences.fill_rows(self.coord.sequence_values, item, self.catalog, rows, self.txn,
+                                             lock_held=self._holds_write_lock(), seen=self.sequences_seen)
         if rows is not None and stmt.on_conflict is None:
             updates = writes.rows_to_updates(item, rows)
             shown = await returning.compute(self, item, stmt, updates, returns, params, ptypes)  # before it commits
@@ -406,7 +433,9 @@ class Session:
         as_of = self.coord.read_ts()
         overlay = self.txn.overlay() if self.txn else None
         bound = self._bound_write(stmt, item, positions, params, ptypes)
-        if bound is not None:
+        if writes.is_default_values(stmt):  # a default Spark computes (now(), …), on one row
+            positions, source_sql, views, types = [], "SELECT 1", {}, []
+        elif bound is not None:
             source_sql, views, types = bound.spark_sql, bound.views, bound.types
         else:
             source_sql, views = self.coord.plan_query(stmt.source, ctx, self._bind(params, ptypes), self.catalog)
@@ -416,9 +445,15 @@ class Session:
             raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
         if width < len(positions) and stmt.columns is not None:
             raise SqlError(SYNTAX_ERROR, "INSERT has more target columns than expressions")
-        wrapped = writes.coerce_sql(item, positions[:width], source_sql, width, types)
+        for pos in positions[:width]:
+            if item.columns[pos].identity is not None:
+                sequences.check_identity_value(item.columns[pos], stmt.overriding)
+        wrapped = writes.coerce_sql(item, positions[:width], source_sql, max(width, 1), types)
         result = await self.coord.query(wrapped, views, as_of, overlay, group=self.group)
-        return writes.arrow_to_updates(item, result.table, +1)
+        rows = await sequences.fill_table(self.coord.sequence_values, item, self.catalog, result.table,
+                                          positions[:width], stmt.overriding, self.txn, lock_held=True,
+                                          seen=self.sequences_seen)
+        return writes.arrow_to_updates(item, rows, +1)
 
     def _bound_write(self, stmt: st.Insert | st.Update | st.Delete, item: Item, positions: list[int],
                      params, ptypes) -> bound_query.BoundQuery | None:
@@ -473,6 +508,7 @@ class Session:
 
     async def _update(self, stmt: st.Update, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "update")
+        sequences.check_update(item, stmt.assignments)
         returns = returning.plan(item, stmt, "UPDATE")
         count, rows, shown = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True, returns)
         return returning.outcome(f"UPDATE {count}", item, rows, returns, shown)
@@ -500,6 +536,12 @@ class Session:
             return out
 
         await self._with_write_lock(work)
+        if stmt.restart_identity:  # at once, not at COMMIT: a sequence's state is not transactional here
+            for item in items:
+                for owned in sequence_ddl.owned_sequences(self.catalog, item.id):
+                    spec = sequences.spec_of(owned)
+                    await self.coord.sequence_values.restart(owned, seq.start_state(spec), self.txn,
+                                                             lock_held=self._holds_write_lock())
         return CommandDone("TRUNCATE TABLE")
 
     # -- DDL -----------------------------------------------------------------------
@@ -533,8 +575,9 @@ class Session:
         txn.stage_ddl(plan(txn.catalog or self.coord.catalog), self.coord.catalog)
 
     async def _create_table(self, stmt: st.CreateTable, params, ptypes) -> Outcome:
+        sequence_ddl.check_nextval_defaults(self.catalog, stmt)
         for col in stmt.columns:
-            if col.default is not None:
+            if col.default is not None and nextval_literal(col.default) is None:
                 # Fail now, not at the first INSERT, on a default that cannot be computed.
                 writes.constant_value(col.default, col.type, self.context(), {}, {}) \
                     if not _needs_spark(col.default) else None
@@ -546,13 +589,16 @@ class Session:
                 return []
             keys = unique_keys.plan_keys(catalog, stmt)
             primary = {c for k in keys if k.primary for c in k.columns}
-            item = Item(catalog.allocate_id(), stmt.name, "table",
-                        tuple(Column(c.name, c.type, c.not_null or c.name in primary,
-                                     c.default.sql("postgres") if c.default is not None else None)
-                              for c in stmt.columns), self.coord.read_ts(), keys=keys,
+            table_id = catalog.allocate_id()
+            columns, made = sequence_ddl.table_columns(
+                catalog, stmt, table_id, self.coord.read_ts(),
+                [Column(c.name, c.type, c.not_null or c.name in primary, sequence_ddl.default_text(c.default))
+                 for c in stmt.columns])
+            ops = [op for s in made for op in catalog.plan_create(s)]
+            item = Item(table_id, stmt.name, "table", tuple(columns), self.coord.read_ts(), keys=keys,
                         checks=check_constraints.plan_checks(catalog, stmt.name, [c.name for c in stmt.columns],
                                                              stmt.checks, tuple(k.name for k in keys)))
-            return catalog.plan_create(item, stmt.if_not_exists)
+            return ops + catalog.plan_create(item, stmt.if_not_exists)
 
         await self.table_ddl(plan)
         return CommandDone("CREATE TABLE", notices=notices)
@@ -585,7 +631,11 @@ class Session:
         notices: list[tuple[str, str]] = []
 
         def plan(catalog: Catalog) -> list[CatalogOp]:
-            ops, skipped = catalog.plan_drop(stmt.object_type, stmt.names, stmt.if_exists, stmt.cascade)
+            if stmt.object_type == "SEQUENCE":
+                ops, skipped = sequence_ddl.plan_drop_sequences(catalog, stmt)
+            else:
+                ops, skipped = catalog.plan_drop(stmt.object_type, stmt.names, stmt.if_exists, stmt.cascade)
+                ops = sequence_ddl.drop_owned(catalog, ops)
             if any(catalog.items[op.id].source_id for op in ops if isinstance(op, DropItem)):
                 self.no_ddl_in_transaction("DROP TABLE of a table fed by a source")
             notices.extend(("NOTICE", n) for n in skipped)
@@ -724,47 +774,6 @@ class Session:
             value = self.txn.isolation
         return rows_outcome([var.name], [(value,)], tag="SHOW")
 
-    async def _show_objects(self, stmt: st.ShowObjects, params, ptypes) -> Outcome:
-        kind = stmt.object_type
-        if kind in ("tables", "views"):
-            names = [(i.name,) for i in self.coord.catalog.sorted_items(kind[:-1])]
-        elif kind == "objects":
-            return rows_outcome(["name", "type"], [(i.name, i.kind) for i in self.coord.catalog.sorted_items()],
-                                tag="SHOW")
-        elif kind == "sources":
-            rows = self.server_sources.status_rows() if self.server_sources else []
-            return rows_outcome(["name", "type", "status", "error"], rows, tag="SHOW")
-        elif kind in ("secrets", "connections"):
-            names = [(i.name,) for i in self.coord.catalog.sorted_items(kind[:-1])]
-        elif kind == "schemas":
-            names = [("public",)]
-        else:
-            names = [(self.database,)]
-        return rows_outcome(["name"], names, tag="SHOW")
-
-    async def _show_columns(self, stmt: st.ShowColumns, params, ptypes) -> Outcome:
-        item = self.coord.catalog.require(stmt.table)
-        rows = [(c.name, not c.not_null, c.type.display()) for c in item.columns]
-        return rows_outcome(["name", "nullable", "type"], rows, [TEXT, BOOL, TEXT], tag="SHOW")
-
-    async def _show_create(self, stmt: st.ShowCreate, params, ptypes) -> Outcome:
-        item = self.coord.catalog.require(stmt.name, stmt.object_type.lower())
-        if item.kind in ("source", "connection") or item.kind == "table" and item.source_id:
-            sql = item.sql
-        elif item.kind == "view":
-            sql = f'CREATE VIEW "materialize"."public"."{item.name}" AS {item.sql}'
-        else:
-            cols = []
-            for c in item.columns:
-                text = f'"{c.name}" {c.type.display()}'
-                if c.not_null:
-                    text += " NOT NULL"
-                if c.default is not None:
-                    text += f" DEFAULT {c.default}"
-                cols.append(text)
-            sql = f'CREATE TABLE "materialize"."public"."{item.name}" ({", ".join(cols)})'
-        return rows_outcome(["name", "create_sql"], [(f"materialize.public.{item.name}", sql)], tag="SHOW")
-
     async def _discard(self, stmt: st.Discard, params, ptypes) -> Outcome:
         if stmt.what == "all":
             self.no_ddl_in_transaction("DISCARD ALL")
@@ -846,8 +855,13 @@ class Session:
             raise
         if not parsed.num_rows:
             return 0
+        generated = {pos: await self.coord.sequence_values.take(
+                         sequences.column_sequence(self.catalog, item, item.columns[pos]), parsed.num_rows,
+                         self.txn, lock_held=self._holds_write_lock())
+                     for pos, value in copy.defaults.items() if value is sequences.NEXTVAL}
         # Off the event loop: a big COPY must not hold up every other session.
-        updates = await asyncio.to_thread(copy_load.updates, item, copy.positions, parsed, copy.defaults, context)
+        updates = await asyncio.to_thread(copy_load.updates, item, copy.positions, parsed, copy.defaults, context,
+                                          generated)
         if self.txn is not None:
             await self._stage({item.id: updates})
         else:
@@ -966,9 +980,6 @@ _HANDLERS: dict[type, Callable] = {
     st.SetVariable: Session._set,
     st.ResetVariable: Session._reset,
     st.ShowVariable: Session._show_variable,
-    st.ShowObjects: Session._show_objects,
-    st.ShowColumns: Session._show_columns,
-    st.ShowCreate: Session._show_create,
     st.Discard: Session._discard,
     st.Deallocate: Session._deallocate,
     st.Empty: Session._empty,
@@ -988,3 +999,5 @@ _HANDLERS.update(alter_table.HANDLERS)
 _HANDLERS.update(prepared.HANDLERS)
 _HANDLERS.update(create_table_as.HANDLERS)
 _HANDLERS.update(roles.HANDLERS)
+_HANDLERS.update(sequence_ddl.HANDLERS)
+_HANDLERS.update(show.HANDLERS)

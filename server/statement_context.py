@@ -20,6 +20,9 @@ class StatementContext(Protocol):
     # The server's SourceManager (server.sources, which is above this module), None in
     # a session without one.
     server_sources: Any
+    # The session's transaction (server.transaction.Transaction), None outside one.
+    txn: Any
+    database: str  # the database the session connected to
 
     @property
     def catalog(self) -> Catalog:

@@ -25,8 +25,9 @@ from sqlglot import exp
 
 from planner import functions, operators, pg_compat
 from planner.pg_compat import NAMESPACES, SUPERUSER_OID, TYPES
+from planner.sequences import sequence_in_default
 from planner.types import BY_NAME, SqlType, lookup
-from server import system_keys
+from server import system_keys, system_sequences
 from server.settings import SYSTEM_VARIABLES, VARIABLES
 from spark_backend.schema import arrow_type, pg_metadata, physical
 
@@ -59,7 +60,8 @@ def _column_type(spec: str) -> SqlType:
     return SqlType(pg, -1, is_array)
 
 
-def _columns(spec: str) -> tuple[tuple[str, SqlType], ...]:
+def columns(spec: str) -> tuple[tuple[str, SqlType], ...]:
+    """`name type, …` as a relation's columns."""
     out = []
     for part in spec.split(","):
         name, type_spec = part.strip().split(" ", 1)
@@ -79,6 +81,8 @@ class Snapshot:
     background: list = field(default_factory=list)  # rows of mz_background_work
     activity: list = field(default_factory=list)  # rows of pg_stat_activity, one per session
     prepared: list = field(default_factory=list)  # rows of pg_prepared_statements: the reader's own
+    # Each sequence's (last value, is_called, values logged ahead), as the server has it now.
+    sequence_states: dict = field(default_factory=dict)
 
     @property
     def relations(self) -> list:
@@ -129,6 +133,8 @@ def _pg_class(snap: Snapshot):
                          bool(item.index_names), checks=len(item.checks))
     for oid, name, natts, method in system_keys.index_relations(snap.tables):
         yield _class_row(oid, name, NAMESPACES["public"], "i", natts, access_method=method)
+    for item in system_sequences.of(snap.items):
+        yield _class_row(item.oid, item.name, NAMESPACES["public"], "S", 3)
 
 
 def _class_row(oid: int, name: str, namespace: int, kind: str, natts: int, has_index: bool = False,
@@ -157,11 +163,13 @@ def _all_columns(snap: Snapshot):
 
 
 def _pg_attribute(snap: Snapshot):
+    kinds = _identity_kinds(snap)
     for relid, _schema, _rel, _kind_, num, name, t, not_null, default in _all_columns(snap):
+        identity = {"always": "a", "by default": "d"}.get(kinds.get((relid, name)), "")
         row = pg_compat.TYPES_BY_OID.get(t.oid)
         yield (relid, name, t.oid, -1, row.typlen if row else -1, num, 1 if t.is_array else 0, -1,
                t.typmod, bool(row and row.typbyval), row.typalign if row else "i",
-               row.typstorage if row else "x", "", not_null, default is not None, False, "", "",
+               row.typstorage if row else "x", "", not_null, default is not None, False, identity, "",
                False, True, 0, row.typcollation if row else 0, None, None, None, None)
 
 
@@ -173,6 +181,8 @@ def _pg_attrdef(snap: Snapshot):
 
 def default_expr(default: str, t: SqlType) -> str:
     """A column default as `pg_get_expr` prints it: literals carry their type, as in PostgreSQL."""
+    if sequence_in_default(default) is not None:
+        return default  # kept as PostgreSQL prints it: nextval('s'::regclass)
     try:
         tree = sqlglot.parse_one(default, read="postgres")
     except Exception:  # noqa: BLE001 - shown as stored
@@ -330,8 +340,16 @@ _PRECISION = {"smallint": 16, "integer": 32, "bigint": 64, "real": 24, "double p
               "oid": 32}
 
 
+def _identity_kinds(snap: Snapshot) -> dict[tuple[int, str], str]:
+    """Each identity column's kind ("always" | "by default"), by (table OID, column name)."""
+    return {(item.oid, col.name): col.identity for item in snap.relations for col in item.columns if col.identity}
+
+
 def _column_rows(snap: Snapshot):
-    for _relid, schema, rel, _kind_, num, name, t, not_null, default in _all_columns(snap):
+    kinds = _identity_kinds(snap)
+    oids = {i.id: i.oid for i in snap.relations}
+    specs = {(oids.get(t), c): spec for (t, c), spec in system_sequences.identities(snap.items).items()}
+    for relid, schema, rel, _kind_, num, name, t, not_null, default in _all_columns(snap):
         base = t.base.name
         row = pg_compat.TYPES_BY_OID.get(t.base.oid)
         data_type = "ARRAY" if t.is_array else ("USER-DEFINED" if base == "char" else base)
@@ -351,8 +369,8 @@ def _column_rows(snap: Snapshot):
         yield (DATABASE, schema, rel, name, num, default_expr(default, t) if default else None,
                "NO" if not_null else "YES", data_type, char_len, octets, precision, radix, scale,
                datetime_precision, None, None, None, None, None, None, None, None, None, None,
-               None, DATABASE, "pg_catalog", udt, None, None, None, None, str(num), "NO", "NO",
-               None, None, None, None, None, "NO", "NEVER", None,
+               None, DATABASE, "pg_catalog", udt, None, None, None, None, str(num), "NO",
+               *system_sequences.identity_columns(kinds.get((relid, name)), specs.get((relid, name))), "NEVER", None,
                "YES" if _kind_ == "r" and schema == "public" else "NO")
 
 
@@ -578,7 +596,12 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("pg_catalog", "pg_depend", ("classid oid, objid oid, objsubid int4, refclassid oid, "
      "refobjid oid, refobjsubid int4, deptype \"char\""), None, "r"),
     ("pg_catalog", "pg_sequence", ("seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, "
-     "seqmax int8, seqmin int8, seqcache int8, seqcycle bool"), None, "r"),
+     "seqmax int8, seqmin int8, seqcache int8, seqcycle bool"), lambda snap: system_sequences.pg_sequence(snap.items),
+     "r"),
+    ("pg_catalog", "pg_sequences", system_sequences.PG_SEQUENCES,
+     lambda snap: system_sequences.pg_sequences(snap.items, snap.sequence_states, OWNER), "v"),
+    ("information_schema", "sequences", system_sequences.INFORMATION_SCHEMA,
+     lambda snap: system_sequences.information_schema(snap.items, DATABASE), "v"),
     ("pg_catalog", "pg_foreign_table", "ftrelid oid, ftserver oid, ftoptions text[]", None, "r"),
     ("pg_catalog", "pg_largeobject_metadata", "oid oid, lomowner oid, lomacl aclitem[]", None, "r"),
     ("pg_catalog", "pg_language", ("oid oid, lanname name, lanowner oid, lanispl bool, lanpltrusted bool, "
@@ -694,7 +717,7 @@ def _relations() -> list[Relation]:
             oid, visible = visible, visible + 1
         else:
             oid, hidden = hidden, hidden + 1
-        out.append(Relation(schema, name, _columns(spec), rows, kind, oid))
+        out.append(Relation(schema, name, columns(spec), rows, kind, oid))
     return out
 
 

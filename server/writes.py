@@ -34,11 +34,13 @@ from planner.errors import (
 )
 from planner.params import literal
 from planner.parser import folded_name, parse_one, sql_type
+from planner.sequences import nextval_literal, sequence_in_default
 from planner.sql import dml
 from planner.translate import SessionContext
 from planner.types import SqlType
-from server.catalog_items import Item
+from server.catalog_items import Column, Item
 from server.coordinator import Coordinator, Overlay
+from server.sequences import NEXTVAL, NextValue, check_identity_value
 from spark_backend.schema import DIFF, TS, arrow_type, physical, storage_arrow_schema
 
 
@@ -185,7 +187,10 @@ def default_values(item: Item, given: list[int], ctx: SessionContext) -> tuple[d
     values: dict[int, object] = {}
     computed: dict[int, str] = {}
     for pos, column in enumerate(item.columns):
-        if pos in given or column.default is None:
+        if pos in given or not column.has_default:
+            continue
+        if from_sequence(column):
+            values[pos] = NEXTVAL  # one value per row, from the sequence (server.sequences)
             continue
         default = parse_one(f"SELECT {column.default}").statement.ast.expressions[0]
         try:
@@ -193,6 +198,12 @@ def default_values(item: Item, given: list[int], ctx: SessionContext) -> tuple[d
         except NotConstant:
             computed[pos] = f"CAST(({column.default}) AS {column.type.display()})"
     return values, computed
+
+
+def is_default_values(stmt: st.Insert) -> bool:
+    """INSERT … DEFAULT VALUES (its source is one row of no values)."""
+    source = stmt.source
+    return isinstance(source, exp.Values) and len(source.expressions) == 1 and not source.expressions[0].expressions
 
 
 def constant_rows(item: Item, stmt: st.Insert, ctx: SessionContext, params: dict[int, object],
@@ -215,6 +226,15 @@ def constant_rows(item: Item, stmt: st.Insert, ctx: SessionContext, params: dict
             column = item.columns[pos]
             if isinstance(node, exp.Var) and node.name.upper() == "DEFAULT" or isinstance(node, exp.Column) and node.name.upper() == "DEFAULT":
                 continue
+            if column.identity is not None:
+                check_identity_value(column, stmt.overriding)
+                if stmt.overriding == "user":
+                    continue  # the value is ignored: the sequence gives one
+            called = nextval_literal(node)
+            if called is not None:
+                row[pos] = NextValue(called)  # drawn with the others (server.sequences)
+                assigned.add(pos)
+                continue
             try:
                 row[pos] = constant_value(node, column.type, ctx, params, param_types)
             except NotConstant:
@@ -225,7 +245,7 @@ def constant_rows(item: Item, stmt: st.Insert, ctx: SessionContext, params: dict
                 raise
             assigned.add(pos)
         for pos, column in enumerate(item.columns):
-            if pos not in assigned and column.default is not None:
+            if pos not in assigned and column.has_default:
                 if defaults is None:
                     defaults = default_values(item, [], ctx)
                 if pos in defaults[1]:
@@ -318,7 +338,13 @@ def dml_targets(item: Item, positions: Sequence[int]) -> list[dml.Target]:
     """The columns at `positions` as the front end writes them (planner.sql.dml): a value
     for a type read from text here (`parsed_in_python`) is left as it comes."""
     return [dml.Target(item.columns[pos].name, item.columns[pos].type, cast=not parsed_in_python(item.columns[pos].type),
-                       default=item.columns[pos].default) for pos in positions]
+                       default=item.columns[pos].default, from_sequence=from_sequence(item.columns[pos]))
+            for pos in positions]
+
+
+def from_sequence(column: Column) -> bool:
+    """Whether the column's DEFAULT is its sequence's next value (serial, identity)."""
+    return column.identity is not None or sequence_in_default(column.default) is not None
 
 
 def parsed_in_python(t: SqlType) -> bool:
@@ -340,6 +366,8 @@ def coerce_sql(item: Item, positions: list[int], source_sql: str, width: int,
                 # Left as text: arrow_to_updates reads it with PostgreSQL's input syntax.
                 cols.append(f"CAST({value} AS STRING) AS {physical(pos)}")
                 continue
+        elif from_sequence(column):
+            value = "NULL"  # filled from the sequence with the rows (server.sequences)
         elif column.default is not None:
             value = parse_one(f"SELECT {column.default}").statement.ast.expressions[0].sql("spark")
         else:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from planner import pg_parse
-from planner.errors import SYNTAX_ERROR, SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.pg_parse import Node, leftmost_position, node_type, position_of
 from planner.sql import coerce
 from planner.sql import plan as p
@@ -51,6 +51,7 @@ class Target:
     type: SqlType
     cast: bool = True
     default: str | None = None  # the column's DEFAULT, as SQL text (None: NULL)
+    from_sequence: bool = False  # a serial or identity column: its DEFAULT is nextval
 
 
 def rows_query(stmt: Node, table: str, targets: Sequence[Target]) -> tuple[Node, int | None] | None:
@@ -122,6 +123,11 @@ def _value(node: Node, target: Target, bind_value: Callable[[Node], p.Expr]) -> 
     """A VALUES item bound: DEFAULT is the column's default expression (or NULL)."""
     if node_type(node) != "SetToDefault":
         return bind_value(node)
+    if target.from_sequence:
+        # A row's sequence value is drawn after Spark computes the rows, for a whole column.
+        raise SqlError(FEATURE_NOT_SUPPORTED, f'DEFAULT for column "{target.name}" among VALUES computed by Spark '
+                       "is not supported", hint=f'Leave "{target.name}" out of the column list to take its '
+                       "sequence's next value.", position=leftmost_position(node))
     if target.default is None:
         return p.Literal(None, coerce.UNKNOWN)
     default = pg_parse.parse_one(f"SELECT {target.default}")

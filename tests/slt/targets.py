@@ -91,7 +91,8 @@ class SparkwireTarget:
         for _ in range(5):
             left = 0
             for show, kind in (("SHOW VIEWS", "VIEW"), ("SHOW MATERIALIZED VIEWS", "MATERIALIZED VIEW"),
-                               ("SHOW TABLES", "TABLE")):
+                               ("SHOW TABLES", "TABLE"),
+                               ("SELECT relname FROM pg_catalog.pg_class WHERE relkind = 'S'", "SEQUENCE")):
                 names: list[str] = []
                 with contextlib.suppress(Exception):  # a kind this server does not have
                     names = [row[0] for row in session.run(show) or []]
