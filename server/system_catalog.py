@@ -594,7 +594,7 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      "ev_enabled \"char\", is_instead bool, ev_qual pg_node_tree, ev_action pg_node_tree"),
      None, "r"),
     ("pg_catalog", "pg_depend", ("classid oid, objid oid, objsubid int4, refclassid oid, "
-     "refobjid oid, refobjsubid int4, deptype \"char\""), None, "r"),
+     "refobjid oid, refobjsubid int4, deptype \"char\""), lambda snap: system_sequences.pg_depend(snap.items, find("pg_catalog.pg_class").oid), "r"),
     ("pg_catalog", "pg_sequence", ("seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, "
      "seqmax int8, seqmin int8, seqcache int8, seqcycle bool"), lambda snap: system_sequences.pg_sequence(snap.items),
      "r"),

@@ -63,6 +63,20 @@ def identity_columns(kind: str | None, spec: seq.Spec | None) -> tuple:
             "YES" if spec.cycle else "NO")
 
 
+def pg_depend(items: list[Item], pg_class: int) -> Iterator[tuple]:
+    r"""A sequence owned by a column depends on it: deptype 'a' (serial, OWNED BY) or 'i'
+    (identity), as psql's `\d` ("Owned by") and Rails' pk_and_sequence_for read it. `pg_class`:
+    that relation's OID here (`'pg_class'::regclass`), the classid of relations."""
+    by_id = {i.id: i for i in items}
+    for item in of(items):
+        owned = item.details.get("owned_by")
+        table = by_id.get(owned["table"]) if owned else None
+        if table is None or table.column(owned["column"]) is None:
+            continue
+        yield (pg_class, item.oid, 0, pg_class, table.oid, table.attnum(owned["column"]),
+               "i" if owned.get("identity") else "a")
+
+
 PG_SEQUENCES = ("schemaname name, sequencename name, sequenceowner name, data_type regtype, "
                 "start_value int8, min_value int8, max_value int8, increment_by int8, cycle bool, "
                 "cache_size int8, last_value int8")

@@ -326,3 +326,26 @@ def self_signed_cert(folder: Path) -> tuple[Path, Path]:
                     "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True)
     return cert, key
+
+
+def writes_until_crash(proc: ServerProcess, create: str, insert: str, count: int,
+                       stop: Callable[[ServerProcess], None]) -> tuple[list[int], int | None]:
+    """Start `proc`, run `create`, then `insert` with each of 1..count until the server dies:
+    (the values acknowledged, the value under way when it died — None if it died before).
+    `stop` kills the server afterwards, whatever happened."""
+    acked: list[int] = []
+    try:
+        proc.start()
+        with psycopg.connect(proc.dsn, autocommit=True) as c:
+            c.execute(create)
+            for i in range(1, count + 1):
+                try:
+                    c.execute(insert, (i,))
+                except psycopg.OperationalError:
+                    return acked, i
+                acked.append(i)
+    except (RuntimeError, psycopg.OperationalError):  # the crash came at start or at `create`
+        return acked, None
+    finally:
+        stop(proc)
+    return acked, None

@@ -196,3 +196,23 @@ def test_copy_from_in_the_extended_protocol_is_refused(conn):
     with pytest.raises(psycopg.errors.FeatureNotSupported, match="simple query protocol"):
         conn.execute("COPY cp_ext FROM STDIN", prepare=True)
     assert conn.execute("SELECT count(*) FROM cp_ext").fetchone() == (0,)
+
+
+def test_copy_into_serial_and_identity_columns_like_postgres(server, postgres):
+    """A column left out of COPY's list takes its sequence's next value, row by row (and
+    currval follows); a GENERATED ALWAYS column takes COPY's value, as PostgreSQL's COPY
+    does not check it."""
+    results = []
+    for dsn in (server.dsn, postgres.dsn):
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("DROP TABLE IF EXISTS cps")
+            c.execute("CREATE TABLE cps (id serial, g int GENERATED ALWAYS AS IDENTITY, name text)")
+            c.execute("INSERT INTO cps (name) VALUES ('before')")
+            assert copy_in(c, "COPY cps (name) FROM STDIN", [b"a\nb\n", b"c\n"]) is None
+            assert copy_in(c, "COPY cps (id, g, name) FROM STDIN", [b"100\t200\td\n"]) is None
+            assert copy_in(c, "COPY cps (name) FROM STDIN (FORMAT csv)", [b"e\n"]) is None
+            rows = c.execute("SELECT id, g, name FROM cps ORDER BY name").fetchall()
+            results.append((rows, c.execute("SELECT currval('cps_id_seq')").fetchone()))
+    assert results[0] == results[1]
+    assert results[0] == ([(2, 2, "a"), (3, 3, "b"), (1, 1, "before"), (4, 4, "c"), (100, 200, "d"),
+                           (5, 5, "e")], (5,))

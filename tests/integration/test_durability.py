@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_backend.storage import Store
-from tests.support import ROOT, ServerProcess, wait_until
+from tests.support import ROOT, ServerProcess, wait_until, writes_until_crash
 
 STRACE = shutil.which("strace")
 needs_strace = pytest.mark.skipif(STRACE is None, reason="strace is not installed")
@@ -416,23 +416,8 @@ WORKLOAD = 3  # INSERTs after the CREATE TABLE; a checkpoint after the 3rd recor
 def _run_workload(data: Path, env: dict[str, str]) -> tuple[list[int], int | None]:
     """CREATE TABLE and WORKLOAD one-row INSERTs until the server dies: (acknowledged ids,
     the id under way when it died)."""
-    proc = _writer(data, env={"SPARKWIRE_CHECKPOINT_EVERY": "3", **env})
-    acked: list[int] = []
-    try:
-        proc.start()
-        with psycopg.connect(proc.dsn, autocommit=True) as c:
-            c.execute("CREATE TABLE t (id int)")
-            for i in range(1, WORKLOAD + 1):
-                try:
-                    c.execute("INSERT INTO t VALUES (%s)", (i,))
-                except psycopg.OperationalError:
-                    return acked, i
-                acked.append(i)
-    except (RuntimeError, psycopg.OperationalError):  # the crash came at start or CREATE TABLE
-        return acked, None
-    finally:
-        _kill9(proc)
-    return acked, None
+    return writes_until_crash(_writer(data, env={"SPARKWIRE_CHECKPOINT_EVERY": "3", **env}),
+                              "CREATE TABLE t (id int)", "INSERT INTO t VALUES (%s)", WORKLOAD, _kill9)
 
 
 def test_a_crash_at_every_durable_step_of_a_server_keeps_exactly_the_acknowledged_writes(base, capsys):

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_backend.storage import Store
-from tests.support import ServerProcess
+from tests.support import ServerProcess, writes_until_crash
 
 NO_SPARK = ["--spark-master", "sc://127.0.0.1:9"]
 WORKLOAD = 3  # INSERTs after the CREATE TABLE
@@ -60,24 +60,13 @@ def _stored_rows(data: Path) -> list[tuple[int, int]] | None:
 def _run_workload(data: Path, env: dict[str, str]) -> tuple[list[int], int | None]:
     """CREATE TABLE t (id serial, n int) and WORKLOAD INSERTs of n = 1, 2, … until the server
     dies: (the n acknowledged, the n under way when it died)."""
-    proc = _server(data, env)
-    acked: list[int] = []
-    try:
-        proc.start()
-        with psycopg.connect(proc.dsn, autocommit=True) as c:
-            c.execute("CREATE TABLE t (id serial PRIMARY KEY, n int)")
-            for n in range(1, WORKLOAD + 1):
-                try:
-                    c.execute("INSERT INTO t (n) VALUES (%s)", (n,))
-                except psycopg.OperationalError:
-                    return acked, n
-                acked.append(n)
-    except (RuntimeError, psycopg.OperationalError):  # the crash came at start or CREATE TABLE
-        return acked, None
-    finally:
-        proc.kill9()
-        proc.stop()
-    return acked, None
+    return writes_until_crash(_server(data, env), "CREATE TABLE t (id serial PRIMARY KEY, n int)",
+                              "INSERT INTO t (n) VALUES (%s)", WORKLOAD, _stop)
+
+
+def _stop(proc: ServerProcess) -> None:
+    proc.kill9()
+    proc.stop()
 
 
 def _after_restart(data: Path, rows: int) -> list[tuple[int, int]]:
