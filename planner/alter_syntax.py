@@ -71,7 +71,16 @@ class DropConstraint:
     cascade: bool = False
 
 
-Action = AddColumn | DropColumn | SetDefault | SetNotNull | AddKey | AddCheck | DropConstraint
+@dataclass(frozen=True)
+class AddIdentity:
+    """ALTER COLUMN c ADD GENERATED … AS IDENTITY [(options)]: its constraint as PostgreSQL's
+    grammar read it (options are read against the column's type when the action applies)."""
+
+    column: str
+    constraint: object  # pglast's ast.Constraint
+
+
+Action = AddColumn | DropColumn | SetDefault | SetNotNull | AddKey | AddCheck | DropConstraint | AddIdentity
 
 
 @dataclass(frozen=True)
@@ -209,6 +218,8 @@ def _action(cmd: Node, obj, text: str, read_table: ColumnReader, read_expression
             return [AddKey(key)]
         case "AT_DropConstraint":
             return [DropConstraint(cmd["name"], bool(cmd.get("missing_ok")), cascade)]
+        case "AT_AddIdentity":
+            return [AddIdentity(cmd["name"], obj.def_)]
     what = _REFUSED.get(subtype, subtype.removeprefix("AT_"))
     raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER TABLE ... {what} is not supported", hint=_HINT)
 

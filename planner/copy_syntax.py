@@ -79,7 +79,10 @@ def parse_table_copy(s: Scanner, parse_statement: st.ParseStatement) -> st.State
     if not s.accept("stdin"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "COPY ... FROM supports only STDIN (psql's \\copy reads files)")
     options = _options(s, to=False)
-    return CopyFrom(table, tuple(columns) if columns else None, **options)
+    schema, _, name = table.rpartition(".")  # pg_dump writes COPY public.t (…) FROM stdin
+    if schema and schema != "public":
+        raise SqlError("3F000", f'schema "{schema}" does not exist')
+    return CopyFrom(name, tuple(columns) if columns else None, **options)
 
 
 def _quote(name: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pglast import ast as pg_ast
 from sqlglot import exp
 
-from planner.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
+from planner.errors import INVALID_PARAMETER_VALUE, SqlError
 
 SEQUENCE_GENERATOR_LIMIT_EXCEEDED = "2200H"
 
@@ -90,7 +90,7 @@ def options(items: list[pg_ast.DefElem] | tuple | None, *, type_name: str = "big
             if owned == ("none",):
                 owned = ()
         elif name == "sequence_name":
-            raise SqlError(FEATURE_NOT_SUPPORTED, "SEQUENCE NAME for an identity column is not supported")
+            continue  # an identity column's: read by `sequence_name`
         else:
             raise SqlError("42601", f'option "{name}" not recognized')
     if "restart" in given:
@@ -101,6 +101,17 @@ def options(items: list[pg_ast.DefElem] | tuple | None, *, type_name: str = "big
     if restart is not None:
         _in_range("RESTART", restart, spec)
     return spec, owned, restart
+
+
+def sequence_name(items: list[pg_ast.DefElem] | tuple | None) -> str | None:
+    """An identity column's `SEQUENCE NAME [public.]name` option (None when absent)."""
+    for item in items or ():
+        if item.defname == "sequence_name":
+            parts = [s.sval for s in item.arg]
+            if len(parts) > 1 and parts[-2] != "public":
+                raise SqlError("3F000", f'schema "{parts[-2]}" does not exist')
+            return parts[-1]
+    return None
 
 
 def _spec(given: dict, type_name: str, base: Spec | None) -> Spec:

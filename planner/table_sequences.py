@@ -29,6 +29,7 @@ class ColumnSequence:
 
     spec: sequences.Spec
     identity: str | None = None  # ALWAYS | BY_DEFAULT
+    name: str | None = None  # SEQUENCE NAME given; None: PostgreSQL's choice (t_c_seq)
 
 
 def column_sequences(text: str) -> dict[str, ColumnSequence]:
@@ -88,14 +89,20 @@ def _column_sequence(table: str, column: pg_ast.ColumnDef) -> ColumnSequence | N
     if has_default:
         raise SqlError(SYNTAX_ERROR, f"both default and identity specified for {where}")
     names = column.typeName.names
-    type_name = sequences.type_of(names[-1].sval) if not column.typeName.arrayBounds else None
+    return identity_sequence(names[-1].sval if not column.typeName.arrayBounds else "", identity[0])
+
+
+def identity_sequence(column_type: str, constraint: pg_ast.Constraint) -> ColumnSequence:
+    """The sequence of `GENERATED … AS IDENTITY [(options)]` on a column of `column_type`
+    (PostgreSQL's name for it: int4, int8, …)."""
+    type_name = sequences.type_of(column_type)
     if type_name is None:
         raise SqlError(INVALID_PARAMETER_VALUE, "identity column type must be smallint, integer, or bigint")
-    spec, owned, restart = sequences.options(identity[0].options, type_name=type_name)
+    spec, owned, restart = sequences.options(constraint.options, type_name=type_name)
     if owned is not None or restart is not None:
         raise SqlError(SYNTAX_ERROR, "OWNED BY and RESTART are not identity column options")
-    kind = ALWAYS if identity[0].generated_when == "a" else BY_DEFAULT
-    return ColumnSequence(spec, kind)
+    kind = ALWAYS if constraint.generated_when == "a" else BY_DEFAULT
+    return ColumnSequence(spec, kind, sequences.sequence_name(constraint.options))
 
 
 def without_identity(text: str) -> str:

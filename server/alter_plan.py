@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from planner import alter_syntax as alt
-from planner import table_keys
+from planner import sequences as seq
+from planner import table_keys, table_sequences
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.sequences import nextval_default, nextval_literal
-from server import check_constraints
+from server import check_constraints, sequences
 from server.catalog import Catalog
 from server.catalog_items import Column, Item, UniqueKey
 
@@ -47,6 +48,7 @@ class AlterPlan:
     pinned_views: list[Item] = field(default_factory=list)  # `SELECT *` views kept to their columns
     notices: list[tuple[str, str]] = field(default_factory=list)
     validate: list[str] = field(default_factory=list)  # the CHECKs added, to check against the rows
+    created: list[Item] = field(default_factory=list)  # sequences made for identity columns
 
 
 def plan_alter(catalog: Catalog, table: Item, actions: tuple[alt.Action, ...]) -> AlterPlan:
@@ -67,6 +69,7 @@ class _Work:
         self.dropped_views: dict[str, Item] = {}
         self.notices: list[tuple[str, str]] = []
         self.validate: list[str] = []  # checks added, to be checked against the rows
+        self.created: list[Item] = []  # sequences for identity columns
         self.max_attnum = max([*table.attnums(), table.details.get(MAX_ATTNUM, 0)])
 
     # -- helpers ------------------------------------------------------------------------
@@ -99,6 +102,8 @@ class _Work:
                 sql = (nextval_default(named) if named is not None
                        else default.sql("postgres") if default is not None else None)
                 self._set_column(pos, dataclasses.replace(self.table.columns[pos], default=sql))
+            case alt.AddIdentity(name, constraint):
+                self._add_identity(self._position(name), constraint)
             case alt.SetNotNull(name, not_null):
                 pos = self._position(name)
                 if not not_null and any(k.primary and name in k.columns for k in self.table.keys):
@@ -134,6 +139,31 @@ class _Work:
                         col.default.sql("postgres") if col.default is not None else None, self.max_attnum)
         self.table = dataclasses.replace(self.table, columns=(*self.table.columns, column))
         self.sources.append(NewColumn(col.default))
+
+    def _add_identity(self, pos: int, constraint: object) -> None:
+        """ALTER COLUMN … ADD GENERATED … AS IDENTITY: the column draws from a new sequence it
+        owns (what pg_dump writes for an identity column)."""
+        column = self.table.columns[pos]
+        where = f'column "{column.name}" of relation "{self.table.name}"'
+        # The sequence's options first (22023 for the column's type), as PostgreSQL reads them
+        # before it looks at the column.
+        generated = table_sequences.identity_sequence(column.type.base.name if not column.type.is_array else "",
+                                                      constraint)
+        if column.identity is not None:
+            raise SqlError("55000", f"{where} is already an identity column")
+        if column.default is not None:
+            raise SqlError("55000", f"{where} already has a default value")
+        if not column.not_null:
+            raise SqlError("55000", f"{where} must be declared NOT NULL before identity can be added")
+        taken = {i.name for i in self.catalog.items.values()} | self.catalog.index_names() | \
+            {i.name for i in self.created}
+        name = generated.name or table_keys.chosen_name(self.table.name, column.name, "seq", taken)
+        if name in taken:
+            raise SqlError("42P07", f'relation "{name}" already exists')
+        self.created.append(Item(self.catalog.allocate_id(), name, sequences.KIND, (), self.old.created_at,
+                                 details=sequences.details(generated.spec, seq.start_state(generated.spec),
+                                                           (self.table.id, column.name), True)))
+        self._set_column(pos, dataclasses.replace(column, identity=generated.identity))
 
     def _drop_column(self, action: alt.DropColumn) -> None:
         name = action.name
@@ -233,7 +263,7 @@ class _Work:
             table = dataclasses.replace(table, columns=columns, details=details)
         else:  # the same columns: their attnums as they were stored
             table = dataclasses.replace(self.table, columns=tuple(
-                dataclasses.replace(old, default=new.default, not_null=new.not_null)
+                dataclasses.replace(old, default=new.default, not_null=new.not_null, identity=new.identity)
                 for old, new in zip(self.old.columns, self.table.columns)))
         pinned = []
         if any(isinstance(s, NewColumn) for s in self.sources):
@@ -243,4 +273,4 @@ class _Work:
                     cols = ", ".join('"' + c.name.replace('"', '""') + '"' for c in view.columns)
                     pinned.append(dataclasses.replace(view, sql=f"SELECT {cols} FROM ({view.sql}) AS __view"))
         return AlterPlan(table, self.sources, rewrite, list(self.dropped_views.values()), pinned, self.notices,
-                         [n for n in self.validate if any(c.name == n for c in table.checks)])
+                         [n for n in self.validate if any(c.name == n for c in table.checks)], self.created)

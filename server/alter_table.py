@@ -69,7 +69,7 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
                 return []
             planned = plan_alter(catalog, table, stmt.actions)
             notices.extend(planned.notices)
-            return _ops(planned)
+            return _ops(planned, catalog)
 
         await session.table_ddl(plan)
         return CommandDone("ALTER TABLE", notices=notices)
@@ -85,14 +85,14 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
         notices.extend(planned.notices)
         if not planned.rewrite:  # ADD CHECK, or every ADD/DROP skipped (IF [NOT] EXISTS)
             await _validate_checks(coord, planned, None)
-            await coord.commit(_ops(planned), {})
+            await coord.commit(_ops(planned, coord.catalog), {})
             return CommandDone("ALTER TABLE", notices=notices)
         fills = {pos: await _default_value(session, planned.table, pos, source.default)
                  for pos, source in enumerate(planned.sources) if isinstance(source, NewColumn)}
         rows = _rewritten(await coord.current_rows(table), planned, fills)
         _check_rows(planned.table, table, rows)
         await _validate_checks(coord, planned, rows)
-        await coord.commit(_ops(planned), {table.id: rows})
+        await coord.commit(_ops(planned, coord.catalog), {table.id: rows})
     return CommandDone("ALTER TABLE", notices=notices)
 
 
@@ -120,8 +120,9 @@ def _table(catalog: Catalog, name: str, if_exists: bool, notices: list) -> Item 
     return item
 
 
-def _ops(planned: AlterPlan) -> list[CatalogOp]:
+def _ops(planned: AlterPlan, catalog: Catalog) -> list[CatalogOp]:
     ops: list[CatalogOp] = [DropItem(v.id) for v in reversed(planned.dropped_views)]
+    ops += [op for made in planned.created for op in catalog.plan_create(made)]
     ops += [AlterItem(v) for v in planned.pinned_views]
     if planned.rewrite:
         ops += [DropCollection(planned.table.id), CreateCollection(planned.table.id)]

@@ -44,8 +44,23 @@ def mentions(text: str) -> bool:
     return _MENTIONED.search(text) is not None
 
 
+async def answer(session, text: str, params: dict[int, object]) -> Rows | None:
+    """A query's rows when it is a SELECT of sequence calls alone (None: not one); 0A000 when
+    it calls them anywhere else."""
+    if not text or not mentions(text):
+        return None
+    found = calls(text, params)
+    if found is not None:
+        return await run(session, found)
+    if called_in(text):
+        raise refused()
+    return None
+
+
 def calls(text: str, params: dict[int, object]) -> list[Call] | None:
     """The calls of `SELECT f(…) [AS x], …` when that is all the statement is, else None."""
+    if not text or not mentions(text):
+        return None
     try:
         tree = pg_parse.parse_one(text)
     except SqlError:

@@ -43,7 +43,9 @@ def table_columns(catalog: Catalog, stmt: st.CreateTable, table_id: str, created
         if generated is None:
             out.append(column)
             continue
-        name = table_keys.chosen_name(stmt.name, column.name, "seq", taken)
+        name = generated.name or table_keys.chosen_name(stmt.name, column.name, "seq", taken)
+        if name in taken:
+            raise SqlError("42P07", f'relation "{name}" already exists')
         taken.add(name)
         made.append(Item(catalog.allocate_id(), name, sequences.KIND, (), created_at,
                          details=sequences.details(generated.spec, seq.start_state(generated.spec),
@@ -82,6 +84,15 @@ def drop_owned(catalog: Catalog, ops: list[CatalogOp]) -> list[CatalogOp]:
     dropped = {op.id for op in ops if isinstance(op, DropItem)}
     extra = [DropItem(s.id) for t in dropped for s in owned_sequences(catalog, t) if s.id not in dropped]
     return ops + extra
+
+
+async def restart_owned(session: StatementContext, tables: list[Item], lock_held: bool) -> None:
+    """TRUNCATE … RESTART IDENTITY: the tables' own sequences back at their start, at once
+    (PostgreSQL undoes it with a ROLLBACK; a sequence's state is not transactional here)."""
+    for table in tables:
+        for owned in owned_sequences(session.catalog, table.id):
+            await session.coord.sequence_values.restart(owned, seq.start_state(sequences.spec_of(owned)),
+                                                        session.txn, lock_held)
 
 
 def plan_drop_sequences(catalog: Catalog, stmt: st.Drop) -> tuple[list[CatalogOp], list[str]]:

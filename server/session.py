@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
-from planner import sequences as seq
 from planner import statements as st
 from planner import subscribe_syntax as ss
 from planner.copy_syntax import CopyFrom, CopyTo
@@ -256,10 +255,8 @@ class Session:
             return returning.describe(self, self.catalog.require(stmt.table), stmt, param_types)
         if not isinstance(stmt, st.Query):
             return None
-        if stmt.text and sequence_calls.mentions(stmt.text):
-            calls = sequence_calls.calls(stmt.text, dict.fromkeys(param_types))
-            if calls is not None:
-                return sequence_calls.describe(calls)
+        if (calls := sequence_calls.calls(stmt.text, dict.fromkeys(param_types))) is not None:
+            return sequence_calls.describe(calls)
         if signals.signal_call(stmt.ast, dict.fromkeys(param_types, 0)) is not None:
             name = "pg_terminate_backend" if "terminate" in parsed.text.lower() else "pg_cancel_backend"
             return [name], [BOOL]
@@ -300,12 +297,9 @@ class Session:
         return {n: literal(v, types.get(n, TEXT)) for n, v in params.items()}
 
     async def _query(self, stmt: st.Query, params, ptypes) -> Rows:
-        if stmt.text and sequence_calls.mentions(stmt.text):
-            calls = sequence_calls.calls(stmt.text, params)
-            if calls is not None:
-                return await sequence_calls.run(self, calls)
-            if sequence_calls.called_in(stmt.text):
-                raise sequence_calls.refused()
+        answered = await sequence_calls.answer(self, stmt.text, params)
+        if answered is not None:
+            return answered
         signal = signals.signal_call(stmt.ast, params)
         if signal is not None:
             pid, terminate = signal
@@ -536,12 +530,8 @@ class Session:
             return out
 
         await self._with_write_lock(work)
-        if stmt.restart_identity:  # at once, not at COMMIT: a sequence's state is not transactional here
-            for item in items:
-                for owned in sequence_ddl.owned_sequences(self.catalog, item.id):
-                    spec = sequences.spec_of(owned)
-                    await self.coord.sequence_values.restart(owned, seq.start_state(spec), self.txn,
-                                                             lock_held=self._holds_write_lock())
+        if stmt.restart_identity:
+            await sequence_ddl.restart_owned(self, items, lock_held=self._holds_write_lock())
         return CommandDone("TRUNCATE TABLE")
 
     # -- DDL -----------------------------------------------------------------------

@@ -54,6 +54,16 @@ VARIABLES = {v.name: v for v in [
              "Which front end plans a query: postgres (planner.sql: PostgreSQL's grammar, binder "
              "and typing; queries it does not cover yet take sqlglot's) or sqlglot (the older one).",
              ("sqlglot", "postgres")),
+    # What pg_dump's output sets before restoring: accepted at the values it sets, which
+    # change nothing here (no functions, XML, row security policies or tablespaces).
+    Variable("check_function_bodies", "on", False, "Check routine bodies during CREATE FUNCTION.",
+             ("on", "off", "true", "false")),
+    Variable("xmloption", "content", False, "Sets whether XML data is a document or content.",
+             ("content", "document")),
+    Variable("row_security", "on", False, "Enable row security.", ("on", "off", "true", "false")),
+    Variable("default_tablespace", "", False, "Sets the default tablespace to create tables in.", ("",)),
+    Variable("default_table_access_method", "heap", False, "Sets the default table access method.",
+             ("heap",)),
     Variable("client_min_messages", "notice", False, "Lowest message level sent to clients.",
              ("debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error")),
 ]}

@@ -179,3 +179,29 @@ def test_insert_overriding_and_default_values_parse():
     assert parse_statement("INSERT INTO g (id) OVERRIDING USER VALUE SELECT 1").overriding == "user"
     default = parse_statement("INSERT INTO g DEFAULT VALUES")
     assert default.overriding is None and default.source.expressions[0].expressions == []
+
+
+def test_sequence_name_option_of_an_identity_column():
+    found = table_sequences.column_sequences(
+        "CREATE TABLE t (a int GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME public.t_custom START 7))")
+    assert (found["a"].name, found["a"].spec.start) == ("t_custom", 7)
+    with pytest.raises(SqlError) as err:
+        table_sequences.column_sequences("CREATE TABLE t (a int GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME x.s))")
+    assert err.value.sqlstate == "3F000"
+
+
+def test_alter_column_add_identity_parses_to_its_action():
+    from planner import alter_syntax
+    stmt = parse_statement("ALTER TABLE ONLY public.book ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY "
+                           "(SEQUENCE NAME public.book_id_seq START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1)")
+    (action,) = stmt.actions
+    assert isinstance(action, alter_syntax.AddIdentity) and action.column == "id"
+    generated = table_sequences.identity_sequence("bigint", action.constraint)
+    assert (generated.identity, generated.name, generated.spec.maxvalue) == ("always", "book_id_seq", 2 ** 63 - 1)
+
+
+def test_copy_of_a_public_table_names_the_table():
+    assert parse_statement("COPY public.author (id, name) FROM stdin").table == "author"
+    with pytest.raises(SqlError) as err:
+        parse_statement("COPY other.author FROM stdin")
+    assert err.value.sqlstate == "3F000"
