@@ -15,7 +15,7 @@ from collections.abc import Callable
 from planner import statements as st
 from planner.params import TEXT, infer_types
 from planner.types import SqlType
-from server import bound_query, writes
+from server import bound_query, sequence_calls, writes
 from server.catalog import Catalog
 
 
@@ -44,7 +44,8 @@ def _bound(stmt: st.Statement, catalog: Catalog, known: dict[int, SqlType]) -> d
     if not text:
         return {}
     if isinstance(stmt, st.Query):
-        return bound_query.param_types(text, catalog, known)
+        form = sequence_calls.computed_form(catalog, text)  # its parameters are in its arguments' query
+        return bound_query.param_types(form.query if form else text, catalog, known)
     if isinstance(stmt, (st.Insert, st.Update, st.Delete)):
         item = catalog.get(stmt.table)
         if item is None or item.kind != "table":

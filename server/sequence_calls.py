@@ -10,7 +10,12 @@ lastval) is `Seen`, which an INSERT drawing from a sequence updates too.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+import pglast
+from pglast import ast as pg_ast
+from pglast.stream import RawStream
 
 from planner import pg_parse
 from planner import sequences as seq
@@ -44,17 +49,88 @@ def mentions(text: str) -> bool:
     return _MENTIONED.search(text) is not None
 
 
-async def answer(session, text: str, params: dict[int, object]) -> Rows | None:
+async def answer(session, text: str, params: dict[int, object],
+                 query: Callable[[str], Awaitable[Rows]]) -> Rows | None:
     """A query's rows when it is a SELECT of sequence calls alone (None: not one); 0A000 when
-    it calls them anywhere else."""
+    it calls them anywhere else. `query` runs a query of the arguments (see `computed`)."""
     if not text or not mentions(text):
         return None
     found = calls(text, params)
     if found is not None:
         return await run(session, found)
     if called_in(text):
-        raise refused()
+        form = computed_form(session.catalog, text)
+        if form is None:
+            raise refused()
+        return await computed(session, form, query)
     return None
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A SELECT of sequence calls with computed arguments: the query of the arguments, and
+    per output its function, name and number of arguments."""
+
+    query: str
+    shapes: tuple[tuple[str, str, int], ...]
+
+
+def computed_form(catalog: Catalog, text: str) -> Computed | None:
+    """`SELECT setval(pg_get_serial_sequence('t', 'id'), coalesce(max(id), 1), max(id) IS NOT
+    NULL) FROM t` (Django's sqlsequencereset), `SELECT setval('s', (SELECT max(id) FROM t))`:
+    a SELECT whose every output is a sequence call. The same SELECT with the calls' arguments
+    as its outputs (pg_get_serial_sequence of constants answered here, as the query path's
+    catalog function does not know sequences). None when `text` is no such SELECT."""
+    if not text or not mentions(text):
+        return None
+    try:
+        stmt = pglast.parse_sql(text)[0].stmt
+    except pglast.parser.ParseError:
+        return None
+    if not isinstance(stmt, pg_ast.SelectStmt) or not stmt.targetList:
+        return None
+    shapes: list[tuple[str, str, int]] = []
+    outputs = []
+    for target in stmt.targetList:
+        call = target.val
+        name = call.funcname[-1].sval if isinstance(call, pg_ast.FuncCall) else None
+        if name not in NAMES or len(call.funcname) > 2 or call.agg_star or call.over is not None:
+            return None
+        args = [_serial_sequence_constant(catalog, a) for a in call.args or ()]
+        if any(called_in(f"SELECT {RawStream()(a)}") for a in args):
+            return None
+        shapes.append((name, target.name or name, len(args)))
+        outputs += [pg_ast.ResTarget(val=a) for a in args]
+    stmt.targetList = tuple(outputs) or (pg_ast.ResTarget(val=pg_ast.A_Const(val=pg_ast.Integer(1))),)
+    return Computed(RawStream()(stmt), tuple(shapes))
+
+
+async def computed(session, form: Computed, query: Callable[[str], Awaitable[Rows]]) -> Rows:
+    """The query of the arguments first; then the calls, on each of its rows in turn."""
+    arguments = await query(form.query)
+    rows = []
+    for values in arguments.table.to_pylist():
+        flat, row_calls = list(values.values()), []
+        for name, label, n in form.shapes:
+            row_calls.append(Call(name, tuple(flat[:n]), label, None))
+            flat = flat[n:]
+        rows.append(tuple(await _row(session, row_calls)))
+    names, types = describe_computed(form)
+    return rows_outcome(names, rows, types)
+
+
+def describe_computed(form: Computed) -> tuple[list[str], list[SqlType]]:
+    return describe([Call(name, (), label, None) for name, label, _ in form.shapes])
+
+
+def _serial_sequence_constant(catalog: Catalog, node: object) -> object:
+    """`pg_get_serial_sequence('t', 'c')` of constants as the constant it is here (the query
+    path's catalog function does not know sequences); any other argument as it is."""
+    if (isinstance(node, pg_ast.FuncCall) and node.funcname[-1].sval == SERIAL_SEQUENCE and node.args
+            and all(isinstance(a, pg_ast.A_Const) and isinstance(a.val, pg_ast.String) for a in node.args)):
+        value = _serial_sequence(catalog, Call(SERIAL_SEQUENCE, tuple(a.val.sval for a in node.args), "", None))
+        return pg_ast.A_Const(isnull=True) if value is None else pg_ast.A_Const(val=pg_ast.String(value))
+    return node
 
 
 def calls(text: str, params: dict[int, object]) -> list[Call] | None:
@@ -137,6 +213,11 @@ def sequence_named(catalog: Catalog, text: str, position: int | None = None) -> 
 async def run(session, calls_: list[Call]) -> Rows:
     """Each call in turn (a failure leaves the values earlier calls took taken, as in
     PostgreSQL), as one row of bigints."""
+    names, types = describe(calls_)
+    return rows_outcome(names, [tuple(await _row(session, calls_))], types)
+
+
+async def _row(session, calls_: list[Call]) -> list[object]:
     seen: sequences.Seen = session.sequences_seen
     values = session.coord.sequence_values
     txn = session.txn
@@ -184,8 +265,7 @@ async def run(session, calls_: list[Call]) -> Rows:
             if called:
                 seen.record(item, [value])
             row.append(value)
-    names, types = describe(calls_)
-    return rows_outcome(names, [tuple(row)], types)
+    return row
 
 
 def describe(calls_: list[Call]) -> tuple[list[str], list[SqlType]]:
@@ -228,8 +308,8 @@ def _arity(call: Call, n: int) -> None:
 
 def refused() -> SqlError:
     return SqlError(FEATURE_NOT_SUPPORTED, "nextval, currval, setval and lastval are supported in a column's "
-                                           "DEFAULT and in a SELECT of such calls alone",
-                    hint="Run SELECT nextval('name') on its own, or give the column DEFAULT nextval('name').")
+                                           "DEFAULT, in INSERT ... VALUES, and as every output of a SELECT",
+                    hint="Select the calls alone: SELECT setval('s', max(id)) FROM t.")
 
 
 def called_in(text: str) -> bool:

@@ -257,6 +257,8 @@ class Session:
             return None
         if (calls := sequence_calls.calls(stmt.text, dict.fromkeys(param_types))) is not None:
             return sequence_calls.describe(calls)
+        if (form := sequence_calls.computed_form(self.catalog, stmt.text)) is not None:
+            return sequence_calls.describe_computed(form)
         if signals.signal_call(stmt.ast, dict.fromkeys(param_types, 0)) is not None:
             name = "pg_terminate_backend" if "terminate" in parsed.text.lower() else "pg_cancel_backend"
             return [name], [BOOL]
@@ -297,7 +299,8 @@ class Session:
         return {n: literal(v, types.get(n, TEXT)) for n, v in params.items()}
 
     async def _query(self, stmt: st.Query, params, ptypes) -> Rows:
-        answered = await sequence_calls.answer(self, stmt.text, params)
+        answered = await sequence_calls.answer(
+            self, stmt.text, params, lambda sql: self._query(parse_one(sql).statement, params, ptypes))
         if answered is not None:
             return answered
         signal = signals.signal_call(stmt.ast, params)

@@ -205,3 +205,18 @@ def test_copy_of_a_public_table_names_the_table():
     with pytest.raises(SqlError) as err:
         parse_statement("COPY other.author FROM stdin")
     assert err.value.sqlstate == "3F000"
+
+
+def test_sequence_calls_with_computed_arguments_become_a_query_of_the_arguments():
+    from server.catalog import Catalog
+    from server.sequence_calls import computed_form
+    form = computed_form(Catalog(), "SELECT setval('s', coalesce(max(id), 1), max(id) IS NOT NULL) AS x FROM t WHERE id > $1")
+    assert form.query == "SELECT 's', COALESCE(max(id), 1), max(id) IS NOT NULL FROM t WHERE id > $1"
+    assert form.shapes == (("setval", "x", 3),)
+    assert computed_form(Catalog(), "SELECT lastval() FROM t").query == "SELECT 1 FROM t"
+    with pytest.raises(SqlError) as err:  # pg_get_serial_sequence is answered while rewriting
+        computed_form(Catalog(), "SELECT setval(pg_get_serial_sequence('t', 'id'), 1) FROM t")
+    assert err.value.sqlstate == "42P01"
+    for refused in ("SELECT nextval('s') + 1 FROM t", "SELECT setval('s', nextval('s')) FROM t", "SELECT 1 FROM t",
+                    "INSERT INTO t VALUES (nextval('s'))"):
+        assert computed_form(Catalog(), refused) is None, refused
