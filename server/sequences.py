@@ -32,7 +32,7 @@ from server.catalog_items import Column, Item
 from server.catalog_ops import CatalogOp, SetDetails
 
 
-class Coordinator(Protocol):
+class Committer(Protocol):
     """What values need of the coordinator (server.coordinator, which holds them)."""
 
     catalog: Catalog
@@ -41,7 +41,7 @@ class Coordinator(Protocol):
     async def commit(self, ops: list[CatalogOp], updates: dict) -> int: ...
 
 
-class Transaction(Protocol):
+class Stager(Protocol):
     """What values need of a transaction block (server.transaction)."""
 
     def stage_ddl(self, ops: list[CatalogOp], live: Catalog) -> None: ...
@@ -152,7 +152,7 @@ class _Live:
 class SequenceValues:
     """The sequences' values in memory, made durable ahead of use (see the module)."""
 
-    def __init__(self, coord: Coordinator) -> None:
+    def __init__(self, coord: Committer) -> None:
         self._coord = coord
         self._live: dict[str, _Live] = {}
 
@@ -171,7 +171,7 @@ class SequenceValues:
                 out[item.id] = (state.last_value, state.is_called, live.room if live is not None else 0)
         return out
 
-    async def take(self, item: Item, count: int, txn: Transaction | None, lock_held: bool) -> list[int]:
+    async def take(self, item: Item, count: int, txn: Stager | None, lock_held: bool) -> list[int]:
         """`count` values of nextval. `lock_held`: the caller holds the coordinator's write lock."""
         if count <= 0:
             return []
@@ -185,7 +185,7 @@ class SequenceValues:
         async with self._coord.write_lock:
             return await self._reserve(item, count)
 
-    async def restart(self, item: Item, state: seq.State, txn: Transaction | None, lock_held: bool) -> None:
+    async def restart(self, item: Item, state: seq.State, txn: Stager | None, lock_held: bool) -> None:
         """setval, ALTER SEQUENCE RESTART: the sequence stands at `state` from now on."""
         op = SetDetails(item.id, {"last_value": state.last_value, "is_called": state.is_called})
         if item.id not in self._coord.catalog.items:
@@ -234,7 +234,7 @@ class SequenceValues:
             if values is not None:
                 return values
 
-    def _take_staged(self, item: Item, count: int, txn: Transaction | None) -> list[int]:
+    def _take_staged(self, item: Item, count: int, txn: Stager | None) -> list[int]:
         if txn is None:
             raise SqlError(FEATURE_NOT_SUPPORTED, "this sequence is not visible outside its transaction")
         live = self._entry(item)
@@ -264,7 +264,7 @@ def overwrite(table: pa.Table, pos: int, values: list[int]) -> pa.Table:
 
 
 async def fill_rows(values: SequenceValues, table: Item, catalog: Catalog, rows: list[list[object]],
-                    txn: Transaction | None, lock_held: bool, seen: Seen | None = None) -> list[list[object]]:
+                    txn: Stager | None, lock_held: bool, seen: Seen | None = None) -> list[list[object]]:
     """`rows` with each NextValue replaced by its sequence's next value, row by row in order."""
     for pos, column in enumerate(table.columns):
         wanted: dict[NextValue, list[list[object]]] = {}
@@ -308,7 +308,7 @@ class Seen:
 
 
 async def fill_table(values: SequenceValues, table: Item, catalog: Catalog, rows: pa.Table, given: list[int],
-                     overriding: str | None, txn: Transaction | None, lock_held: bool,
+                     overriding: str | None, txn: Stager | None, lock_held: bool,
                      seen: Seen | None = None) -> pa.Table:
     """Spark's rows for `table` (a column per table column) with the columns an INSERT fills
     from sequences filled, in row order."""
