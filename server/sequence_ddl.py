@@ -178,6 +178,7 @@ async def alter_sequence(session: StatementContext, stmt: st.AlterSequence, para
         return [SetDetails(item.id, facts)]
 
     await session.table_ddl(plan)
+    session.coord.sequence_values.options_changed(item.id)
     if restart is not None:
         txn = session.txn
         await session.coord.sequence_values.restart(item, seq.State(restart, False), txn,

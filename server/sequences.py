@@ -199,8 +199,13 @@ class SequenceValues:
                 await self._coord.commit([op], {})
         self._live[item.id] = _Live(state, state, 0)
 
-    def forget(self, item_id: str) -> None:
-        self._live.pop(item_id, None)
+    def options_changed(self, item_id: str) -> None:
+        """After ALTER SEQUENCE: the values left before the mark were counted with the old
+        options, so the next call moves the mark again (from the last value handed out, as
+        PostgreSQL's ALTER keeps last_value)."""
+        live = self._live.get(item_id)
+        if live is not None:
+            live.room = 0
 
     def _entry(self, item: Item) -> _Live:
         live = self._live.get(item.id)
@@ -222,6 +227,9 @@ class SequenceValues:
         """Values past the durable mark: a record moves the mark first (write lock held)."""
         spec = spec_of(item)
         while True:
+            values = self._from_room(item, count)  # another caller may have moved the mark meanwhile
+            if values is not None:
+                return values
             live = self._entry(item)
             seq.advance(spec, live.state, count, item.name)  # 2200H now, before any record
             ahead = count + seq.LOG_AHEAD
@@ -230,9 +238,6 @@ class SequenceValues:
                                                            "is_called": mark.is_called})], {})
             live = self._entry(item)  # values another caller took from the room meanwhile
             live.mark, live.room = mark, _room(spec, live.state, mark, ahead)
-            values = self._from_room(item, count)
-            if values is not None:
-                return values
 
     def _take_staged(self, item: Item, count: int, txn: Stager | None) -> list[int]:
         if txn is None:
