@@ -26,6 +26,7 @@ from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node
 from planner.table_checks import CheckSpec, check_spec
+from planner.table_foreign_keys import ForeignKeySpec, foreign_key_spec
 from planner.table_keys import KeySpec
 
 
@@ -80,7 +81,13 @@ class AddIdentity:
     constraint: object  # pglast's ast.Constraint
 
 
-Action = AddColumn | DropColumn | SetDefault | SetNotNull | AddKey | AddCheck | DropConstraint | AddIdentity
+@dataclass(frozen=True)
+class AddForeignKey:
+    spec: ForeignKeySpec
+
+
+Action = (AddColumn | DropColumn | SetDefault | SetNotNull | AddKey | AddCheck | DropConstraint | AddIdentity
+          | AddForeignKey)
 
 
 @dataclass(frozen=True)
@@ -209,6 +216,8 @@ def _action(cmd: Node, obj, text: str, read_table: ColumnReader, read_expression
             c = cmd["def"]["Constraint"]
             if c.get("contype") == "CONSTR_CHECK":
                 return [AddCheck(check_spec(c, text, None))]
+            if c.get("contype") == "CONSTR_FOREIGN":
+                return [AddForeignKey(foreign_key_spec(c, tuple(pg_parse.names(c.get("fk_attrs")))))]
             if c.get("contype") in ("CONSTR_PRIMARY", "CONSTR_UNIQUE") and not c.get("keys"):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "ADD CONSTRAINT ... USING INDEX is not supported")
             key = table_keys.key_spec(c, tuple(pg_parse.names(c.get("keys"))))

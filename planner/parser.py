@@ -30,6 +30,7 @@ from planner import (
     source_syntax,
     subscribe_syntax,
     table_checks,
+    table_foreign_keys,
     table_keys,
     table_sequences,
 )
@@ -293,6 +294,7 @@ def _create_table(text: str) -> st.CreateTable:
     keys = table_keys.table_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
     checks = table_checks.table_checks(create["CreateStmt"], text) if "CreateStmt" in create else ()
     generated = table_sequences.column_sequences(text)
+    references = table_foreign_keys.table_foreign_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
     columns = []
     seen = set()
     for cd in tree.this.expressions:
@@ -316,6 +318,8 @@ def _create_table(text: str) -> st.CreateTable:
                 continue  # in `keys`
             elif isinstance(kind, exp.CheckColumnConstraint):
                 continue  # in `checks`
+            elif isinstance(kind, exp.Reference):
+                continue  # in `references`
             else:
                 raise SqlError(FEATURE_NOT_SUPPORTED,
                                f"column constraint {c.sql('postgres')} is not supported")
@@ -328,7 +332,7 @@ def _create_table(text: str) -> st.CreateTable:
         columns.append(st.ColumnDef(col, sql_type(cd.args["kind"]), not_null, default))
     if not columns:
         raise SqlError(FEATURE_NOT_SUPPORTED, "a table needs at least one column")
-    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")), keys, checks)
+    return st.CreateTable(name, tuple(columns), bool(tree.args.get("exists")), keys, checks, references)
 
 
 def _create_view(text: str, replace: bool) -> st.CreateView:

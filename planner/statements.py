@@ -14,6 +14,7 @@ from sqlglot import exp
 from planner.errors import SYNTAX_ERROR, SqlError
 from planner.sequences import Spec as SequenceSpec
 from planner.table_checks import CheckSpec
+from planner.table_foreign_keys import ForeignKeySpec
 from planner.table_keys import KeySpec
 from planner.table_sequences import ColumnSequence
 from planner.types import SqlType
@@ -61,6 +62,7 @@ class CreateTable(Statement):
     if_not_exists: bool = False
     keys: tuple[KeySpec, ...] = ()  # PRIMARY KEY and UNIQUE, as written
     checks: tuple[CheckSpec, ...] = ()  # CHECK constraints, as written
+    foreign_keys: tuple[ForeignKeySpec, ...] = ()  # FOREIGN KEY constraints, as written
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Column constraints (`a int PRIMARY KEY`) and table constraints (`UNIQUE (a, b)`,
 `CONSTRAINT name PRIMARY KEY (a)`) both become a `KeySpec`. The constraints sparkwire
-does not enforce (FOREIGN KEY, EXCLUDE, generated columns) are refused
+does not enforce (EXCLUDE, generated columns) are refused
 here, by name, rather than accepted and ignored: a schema that relies on them would
 otherwise take data PostgreSQL refuses.
 """
@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner import table_foreign_keys
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node, names
 
 # Constraint kinds another part of CREATE TABLE handles (NOT NULL, NULL, DEFAULT; CHECK in
-# planner.table_checks; identity in planner.table_sequences).
-_HANDLED_ELSEWHERE = {"CONSTR_NOTNULL", "CONSTR_NULL", "CONSTR_DEFAULT", "CONSTR_CHECK", "CONSTR_IDENTITY"}
+# planner.table_checks; identity in planner.table_sequences; FOREIGN KEY in
+# planner.table_foreign_keys).
+_HANDLED_ELSEWHERE = {"CONSTR_NOTNULL", "CONSTR_NULL", "CONSTR_DEFAULT", "CONSTR_CHECK", "CONSTR_IDENTITY",
+                      "CONSTR_FOREIGN"}
 _REFUSED = {
-    "CONSTR_FOREIGN": "FOREIGN KEY constraints",
     "CONSTR_EXCLUSION": "EXCLUDE constraints",
     "CONSTR_GENERATED": "generated columns",
     "CONSTR_ATTR_DEFERRABLE": "DEFERRABLE constraints",
@@ -43,7 +45,12 @@ def table_keys(create: Node) -> tuple[KeySpec, ...]:
     for element in create.get("tableElts") or ():
         if "ColumnDef" in element:
             column = element["ColumnDef"]
+            previous = None
             for c in column.get("constraints") or ():
+                kind = c["Constraint"]["contype"]
+                if previous == "CONSTR_FOREIGN" and kind in table_foreign_keys.attribute_kinds():
+                    continue  # DEFERRABLE … of the REFERENCES before it (planner.table_foreign_keys)
+                previous = kind
                 spec = key_spec(c["Constraint"], (column["colname"],))
                 if spec is not None:
                     keys.append(spec)

@@ -19,7 +19,7 @@ from planner import sequences as seq
 from planner import table_keys, table_sequences
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.sequences import nextval_default, nextval_literal
-from server import check_constraints, sequences
+from server import check_constraints, foreign_keys, sequences
 from server.catalog import Catalog
 from server.catalog_items import Column, Item, UniqueKey
 
@@ -102,6 +102,10 @@ class _Work:
                 sql = (nextval_default(named) if named is not None
                        else default.sql("postgres") if default is not None else None)
                 self._set_column(pos, dataclasses.replace(self.table.columns[pos], default=sql))
+            case alt.AddForeignKey(spec):
+                self.table = dataclasses.replace(self.table, foreign_keys=self.table.foreign_keys + foreign_keys.plan(
+                    self.catalog, self.table.name, self.table.id, self.table.columns, self.table.unique_sets, [spec],
+                    self.table.foreign_keys))
             case alt.AddIdentity(name, constraint):
                 self._add_identity(self._position(name), constraint)
             case alt.SetNotNull(name, not_null):
@@ -173,6 +177,16 @@ class _Work:
                                                "does not exist, skipping")))
                 return
             self._position(name)  # raises
+        used = foreign_keys.referring_to_column(self.catalog, self.table, name)
+        if used is not None:
+            key = next((k.name for k in self.table.unique_sets if set(k.columns) == set(used[1].ref_columns)), "")
+            raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                           f"cannot drop column {name} of table {self.table.name} because other objects depend on it",
+                           detail=f"constraint {used[1].name} on table {used[0].name} depends on index {key}",
+                           hint="Use DROP ... CASCADE to drop the dependent objects too.")
+        # The table's own foreign keys over the column go with it, as its keys do.
+        self.table = dataclasses.replace(self.table, foreign_keys=tuple(
+            f for f in self.table.foreign_keys if name not in f.columns and name not in f.ref_columns))
         readers = sorted((v for v in self.catalog.items.values()
                           if v.kind == "view" and self.table.id in v.depends_on and v.id not in self.dropped_views
                           and v.sql and alt.view_reads_column(v.sql, name, v.column_names)), key=lambda v: v.oid)
@@ -236,6 +250,18 @@ class _Work:
                 self._set_column(pos, dataclasses.replace(self.table.columns[pos], not_null=True))
 
     def _drop_constraint(self, action: alt.DropConstraint) -> None:
+        if any(f.name == action.name for f in self.table.foreign_keys):
+            self.table = dataclasses.replace(self.table, foreign_keys=tuple(
+                f for f in self.table.foreign_keys if f.name != action.name))
+            return
+        key = next((k for k in self.table.keys if k.name == action.name), None)
+        used = foreign_keys.key_in_use(self.catalog, self.old, key.columns) if key is not None else None
+        if used is not None and used[0].id != self.table.id:
+            raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                           f'cannot drop constraint {key.name} on table {self.table.name} because other objects '
+                           "depend on it",
+                           detail=f"constraint {used[1].name} on table {used[0].name} depends on index {key.name}",
+                           hint="Use DROP ... CASCADE to drop the dependent objects too.")
         if any(c.name == action.name for c in self.table.checks):
             self.table = dataclasses.replace(self.table, checks=tuple(c for c in self.table.checks
                                                                       if c.name != action.name))

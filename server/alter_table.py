@@ -44,7 +44,7 @@ from planner.errors import (
     SqlError,
 )
 from planner.parser import parse_one
-from server import alter_checks, check_constraints, writes
+from server import alter_checks, check_constraints, foreign_keys, writes
 from server.alter_plan import DUPLICATE_COLUMN, UNDEFINED_COLUMN, AlterPlan, NewColumn, plan_alter
 from server.catalog import Catalog
 from server.catalog_items import Item
@@ -245,6 +245,11 @@ async def rename_column(session: StatementContext, stmt: alt.RenameColumn, param
         if item.column(stmt.new) is not None:
             raise SqlError(DUPLICATE_COLUMN, f'column "{stmt.new}" of relation "{item.name}" already exists')
         _no_view_reads(catalog, item, stmt.old, f'cannot rename column "{stmt.old}" of table "{item.name}"')
+        used = foreign_keys.referring_to_column(catalog, item, stmt.old)
+        if used is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'renaming column "{stmt.old}" is not supported: foreign key '
+                                                  f'constraint "{used[1].name}" of table "{used[0].name}" refers to it',
+                           hint="Drop the constraint, rename, and add it again.")
 
         def renamed(columns: tuple[str, ...]) -> tuple[str, ...]:
             return tuple(stmt.new if c == stmt.old else c for c in columns)
@@ -256,7 +261,10 @@ async def rename_column(session: StatementContext, stmt: alt.RenameColumn, param
             indexes=tuple(dataclasses.replace(i, columns=renamed(i.columns)) for i in item.indexes),
             checks=tuple(dataclasses.replace(c, columns=renamed(c.columns),
                                              sql=table_checks.renamed_column(c.sql, stmt.old, stmt.new))
-                         if stmt.old in c.columns else c for c in item.checks))
+                         if stmt.old in c.columns else c for c in item.checks),
+            foreign_keys=tuple(dataclasses.replace(f, columns=renamed(f.columns),
+                                                   ref_columns=renamed(f.ref_columns) if f.table_id == item.id
+                                                   else f.ref_columns) for f in item.foreign_keys))
         return [AlterItem(altered)]
 
     await session.table_ddl(plan)

@@ -184,7 +184,7 @@ class Catalog:
     def _ids_taken(self, item: Item) -> None:
         """Replaying the log must not hand out an id again: the item's, or its indexes'."""
         ids = [item.id, *(k.index_id for k in item.keys), *(i.index_id for i in item.indexes),
-               *(c.check_id for c in item.checks)]
+               *(c.check_id for c in item.checks), *(f.fk_id for f in item.foreign_keys)]
         self.next_id = max(self.next_id, *(int(i[1:]) + 1 for i in ids))
 
     def to_json(self) -> dict:

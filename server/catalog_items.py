@@ -102,6 +102,32 @@ class CheckDef:
 
 
 @dataclass(frozen=True)
+class ForeignKey:
+    """A table's FOREIGN KEY: its columns refer to `ref_columns` of the table `table_id` (a
+    PRIMARY KEY or UNIQUE set of it, in the order matching `columns`); `fk_id` gives the
+    constraint its OID. NO ACTION, MATCH SIMPLE; `deferred`: checked at COMMIT."""
+
+    name: str
+    columns: tuple[str, ...]
+    table_id: str
+    ref_columns: tuple[str, ...]
+    fk_id: str
+    deferrable: bool = False
+    deferred: bool = False
+    validated: bool = True  # False: added NOT VALID (the rows there were then not checked)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "columns": list(self.columns), "table_id": self.table_id,
+                "ref_columns": list(self.ref_columns), "fk_id": self.fk_id, "deferrable": self.deferrable,
+                "deferred": self.deferred, "validated": self.validated}
+
+    @classmethod
+    def from_json(cls, d: dict) -> ForeignKey:
+        return cls(d["name"], tuple(d["columns"]), d["table_id"], tuple(d["ref_columns"]), d["fk_id"],
+                   d.get("deferrable", False), d.get("deferred", False), d.get("validated", True))
+
+
+@dataclass(frozen=True)
 class Item:
     """A named catalog object: a table (with a storage collection), a view, a
     source, a connection, a secret or a sequence."""
@@ -120,6 +146,7 @@ class Item:
     keys: tuple[UniqueKey, ...] = ()  # a table's PRIMARY KEY and UNIQUE constraints
     indexes: tuple[IndexDef, ...] = ()  # a table's indexes made by CREATE INDEX
     checks: tuple[CheckDef, ...] = ()  # a table's CHECK constraints
+    foreign_keys: tuple[ForeignKey, ...] = ()  # a table's FOREIGN KEY constraints
 
     @property
     def unique_sets(self) -> tuple[UniqueKey | IndexDef, ...]:
@@ -178,6 +205,8 @@ class Item:
             out["indexes"] = [i.to_json() for i in self.indexes]
         if self.checks:
             out["checks"] = [c.to_json() for c in self.checks]
+        if self.foreign_keys:
+            out["foreign_keys"] = [f.to_json() for f in self.foreign_keys]
         return out
 
     @classmethod
@@ -186,4 +215,5 @@ class Item:
                    d["created_at"], d.get("sql"), tuple(d.get("depends_on", ())), d.get("oid", 0),
                    d.get("details", {}), tuple(UniqueKey.from_json(k) for k in d.get("keys", ())),
                    tuple(IndexDef.from_json(i) for i in d.get("indexes", ())),
-                   tuple(CheckDef.from_json(c) for c in d.get("checks", ())))
+                   tuple(CheckDef.from_json(c) for c in d.get("checks", ())),
+                   tuple(ForeignKey.from_json(f) for f in d.get("foreign_keys", ())))

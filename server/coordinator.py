@@ -30,7 +30,7 @@ from planner.spark_guard import spark_sql
 from planner.sql.spark_sql import Fixpoint
 from planner.translate import Resolver, SessionContext, TableSource, ViewSource, resolve_tree
 from planner.types import SqlType
-from server import alter_checks, catalog_ops, check_constraints, sequences, system_catalog
+from server import alter_checks, catalog_ops, check_constraints, foreign_keys, sequences, system_catalog
 from server.catalog import Catalog
 from server.catalog_items import Item
 from server.secret_store import SecretStore
@@ -230,8 +230,15 @@ class Coordinator:
             elif not future.done():
                 future.set_exception(dropped)
         if live:
-            await self.count_keys(cid for updates, _ in live for cid in updates)
+            written = {cid for updates, _ in live for cid in updates}
+            await self.count_keys([*written, *foreign_keys.related(written, self.catalog.items)])
             refused = self.unique.violations([updates for updates, _ in live], self.catalog.items)
+            accepted: list[dict[str, pa.Table]] = []
+            for i, (updates, _) in enumerate(live):  # FOREIGN KEY: over the writes let through before
+                if refused[i] is None:
+                    refused[i] = foreign_keys.violation(self.unique, updates, self.catalog.items, earlier=accepted)
+                    if refused[i] is None:
+                        accepted.append(updates)
             for (_, future), error in zip(live, refused):
                 if error is not None and not future.done():
                     future.set_exception(error)
@@ -293,9 +300,9 @@ class Coordinator:
         altered = [op.item.id for op in ops if isinstance(op, catalog_ops.AlterItem) and op.item.id not in rewritten
                    and op.item.kind == "table"]
         checked = {cid: t for cid, t in updates.items() if cid not in rewritten}
-        await self.count_keys([*checked, *altered], items)
+        await self.count_keys([*checked, *altered, *foreign_keys.related([*checked, *altered], items)], items)
         for cid in altered:
-            refused = self.unique.duplicated(items[cid])
+            refused = self.unique.duplicated(items[cid]) or self._new_references_unmet(items[cid], items)
             if refused is not None:
                 raise refused
             if cid in self.catalog.items and cid in self.store.collections:
@@ -304,11 +311,22 @@ class Coordinator:
                                                      self.catalog.items[cid], items[cid], updates.get(cid))
                 if refused is not None:
                     raise refused
-        refused = (self.unique.violations([checked], items)[0] or alter_checks.nulls_written(checked, items)
-                   or await check_constraints.violation(self, checked, items))
+        refused = (self.unique.violations([checked], items)[0] or foreign_keys.violation(self.unique, checked, items)
+                   or alter_checks.nulls_written(checked, items) or await check_constraints.violation(self, checked, items))
         if refused is not None:
             raise refused
         return await self._commit_checked(ops, updates)
+
+    def _new_references_unmet(self, item: Item, items: dict[str, Item]) -> SqlError | None:
+        """ALTER TABLE … ADD FOREIGN KEY (not NOT VALID): a row there is that refers to nothing."""
+        before = self.catalog.items.get(item.id)
+        had = {f.name for f in before.foreign_keys} if before is not None else set()
+        for fk in item.foreign_keys:
+            if fk.name not in had and fk.validated:
+                refused = foreign_keys.unreferenced(self.unique, item, fk, items)
+                if refused is not None:
+                    return refused
+        return None
 
     async def _commit_checked(self, ops: list[catalog_ops.CatalogOp], updates: dict[str, pa.Table]) -> int:
         """`commit` once the keys are checked (a group commit checks each writer's own)."""

@@ -48,6 +48,7 @@ from server import (
     copy_load,
     copy_out,
     create_table_as,
+    foreign_keys,
     indexes,
     metrics,
     on_conflict,
@@ -60,6 +61,7 @@ from server import (
     show,
     signals,
     sources,
+    staging,
     subscribe_output,
     transaction,
     unique_keys,
@@ -354,25 +356,7 @@ class Session:
             return {}
 
     async def _stage(self, updates: dict[str, pa.Table]) -> None:
-        """Stage a transaction block's write; a duplicate key fails the statement now, as in
-        PostgreSQL (COMMIT checks again, against what other sessions committed since)."""
-        if self.txn is None:
-            return
-        for cid, table in updates.items():
-            if not table.num_rows:
-                continue
-            item = self.catalog.items.get(cid)
-            if item is not None and item.unique_sets:
-                if not self.coord.unique.built(item) and cid in self.coord.catalog.items:
-                    if self.txn.holds_lock:
-                        await self.coord.count_keys([cid])
-                    else:
-                        async with self.coord.write_lock:
-                            await self.coord.count_keys([cid])
-                error = self.coord.unique.staged_violation(item, table, self.txn.updates.get(cid, []))
-                if error is not None:
-                    raise error
-            self.txn.updates.setdefault(cid, []).append(table)
+        await staging.stage(self, updates)
 
     def _holds_write_lock(self) -> bool:
         """Whether this session's transaction block holds the write lock (it took it for a
@@ -520,6 +504,7 @@ class Session:
     async def _truncate(self, stmt: st.Truncate, params, ptypes) -> Outcome:
         """Every row of each table deleted, all in one commit (every table is checked first)."""
         items = [self._writable(name, "truncate") for name in stmt.tables]
+        foreign_keys.check_truncate(self.catalog, items)
 
         async def work() -> dict[str, pa.Table]:
             out: dict[str, pa.Table] = {}
@@ -590,7 +575,9 @@ class Session:
             ops = [op for s in made for op in catalog.plan_create(s)]
             item = Item(table_id, stmt.name, "table", tuple(columns), self.coord.read_ts(), keys=keys,
                         checks=check_constraints.plan_checks(catalog, stmt.name, [c.name for c in stmt.columns],
-                                                             stmt.checks, tuple(k.name for k in keys)))
+                                                             stmt.checks, tuple(k.name for k in keys)),
+                        foreign_keys=foreign_keys.plan(catalog, stmt.name, table_id, tuple(columns), keys,
+                                                       stmt.foreign_keys))
             return ops + catalog.plan_create(item, stmt.if_not_exists)
 
         await self.table_ddl(plan)
@@ -628,7 +615,8 @@ class Session:
                 ops, skipped = sequence_ddl.plan_drop_sequences(catalog, stmt)
             else:
                 ops, skipped = catalog.plan_drop(stmt.object_type, stmt.names, stmt.if_exists, stmt.cascade)
-                ops = sequence_ddl.drop_owned(catalog, ops)
+                ops = foreign_keys.drop_references(catalog, sequence_ddl.drop_owned(catalog, ops), stmt.cascade,
+                                                   notices)
             if any(catalog.items[op.id].source_id for op in ops if isinstance(op, DropItem)):
                 self.no_ddl_in_transaction("DROP TABLE of a table fed by a source")
             notices.extend(("NOTICE", n) for n in skipped)

@@ -27,7 +27,7 @@ from planner import functions, operators, pg_compat
 from planner.pg_compat import NAMESPACES, SUPERUSER_OID, TYPES
 from planner.sequences import sequence_in_default
 from planner.types import BY_NAME, SqlType, lookup
-from server import system_keys, system_sequences
+from server import system_foreign_keys, system_keys, system_sequences
 from server.settings import SYSTEM_VARIABLES, VARIABLES
 from spark_backend.schema import arrow_type, pg_metadata, physical
 
@@ -560,7 +560,8 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      "confmatchtype \"char\", conislocal bool, coninhcount int4, connoinherit bool, "
      "conkey int2[], confkey int2[], conpfeqop oid[], conppeqop oid[], conffeqop oid[], "
      "confdelsetcols int2[], conexclop oid[], conbin pg_node_tree"),
-     lambda snap: system_keys.pg_constraint_rows(snap.tables), "r"),
+     lambda snap: [*system_keys.pg_constraint_rows(snap.tables),
+                  *system_foreign_keys.pg_constraint_rows(snap.tables)], "r"),
     ("pg_catalog", "pg_inherits",
      "inhrelid oid, inhparent oid, inhseqno int4, inhdetachpending bool", None, "r"),
     ("pg_catalog", "pg_collation", ("oid oid, collname name, collnamespace oid, collowner oid, "
@@ -674,18 +675,21 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
     ("information_schema", "table_constraints", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, table_catalog name, table_schema name, table_name name, "
      "constraint_type varchar, is_deferrable varchar, initially_deferred varchar, enforced varchar, "
-     "nulls_distinct varchar"), lambda snap: system_keys.table_constraints_rows(snap.tables), "v"),
+     "nulls_distinct varchar"), lambda snap: [*system_keys.table_constraints_rows(snap.tables),
+                                 *system_foreign_keys.table_constraints_rows(snap.tables)], "v"),
     ("information_schema", "key_column_usage", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, table_catalog name, table_schema name, table_name name, column_name name, "
      "ordinal_position int4, position_in_unique_constraint int4"),
-     lambda snap: system_keys.key_column_usage_rows(snap.tables), "v"),
+     lambda snap: [*system_keys.key_column_usage_rows(snap.tables),
+                  *system_foreign_keys.key_column_usage_rows(snap.tables)], "v"),
     ("information_schema", "referential_constraints", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, unique_constraint_catalog name, unique_constraint_schema name, "
      "unique_constraint_name name, match_option varchar, update_rule varchar, delete_rule varchar"),
-     None, "v"),
+     lambda snap: system_foreign_keys.referential_constraints_rows(snap.tables), "v"),
     ("information_schema", "constraint_column_usage", ("table_catalog name, table_schema name, "
      "table_name name, column_name name, constraint_catalog name, constraint_schema name, "
-     "constraint_name name"), lambda snap: system_keys.constraint_column_usage_rows(snap.tables), "v"),
+     "constraint_name name"), lambda snap: [*system_keys.constraint_column_usage_rows(snap.tables),
+                                 *system_foreign_keys.constraint_column_usage_rows(snap.tables)], "v"),
     ("information_schema", "check_constraints", ("constraint_catalog name, constraint_schema name, "
      "constraint_name name, check_clause varchar"), None, "v"),
     ("mz_internal", "mz_subscriptions", ("id text, session_id int4, cluster_id text, "
@@ -702,7 +706,8 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      lambda snap: snap.background, "v"),
     # sparkwire's own: what pg_get_constraintdef(oid) says of each constraint.
     ("mz_internal", "mz_constraint_definitions", "conoid oid, definition text, pretty text",
-     lambda snap: system_keys.constraint_definition_rows(snap.tables), "v"),
+     lambda snap: [*system_keys.constraint_definition_rows(snap.tables),
+                  *system_foreign_keys.definition_rows(snap.tables)], "v"),
     # sparkwire's own: each index's columns, what pg_get_indexdef(oid, n, pretty) says for n > 0.
     ("mz_internal", "mz_index_columns", "indexrelid oid, position int4, name text",
      lambda snap: system_keys.index_column_rows(snap.tables), "v"),

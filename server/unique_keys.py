@@ -176,6 +176,17 @@ def duplicate_in(item: Item, key: UniqueKey | IndexDef, rows: pa.Table) -> SqlEr
     return _duplicated(counts)
 
 
+def counted_sets(item: Item) -> tuple[UniqueKey | IndexDef, ...]:
+    """The column sets whose values a table's counts keep: its keys and unique indexes, and
+    the columns of its foreign keys (not unique: what references which key, for
+    server.foreign_keys)."""
+    return item.unique_sets + tuple(IndexDef(f.name, f.columns, False, f.fk_id) for f in item.foreign_keys)
+
+
+def _unique(c: KeyCounts) -> bool:
+    return not isinstance(c.key, IndexDef) or c.key.unique
+
+
 class UniqueKeys:
     """Every constrained table's key counts (by collection id), built when first needed.
 
@@ -188,26 +199,34 @@ class UniqueKeys:
 
     def built(self, item: Item) -> bool:
         kept = self._tables.get(item.id)
-        return not item.unique_sets or (kept is not None and kept[0] == item.unique_sets)
+        return not counted_sets(item) or (kept is not None and kept[0] == counted_sets(item))
 
     def build(self, item: Item) -> None:
         """Count the keys in the table's files (blocking: run it on a worker thread, with the
         write lock held so that no commit lands meanwhile)."""
-        counts = [KeyCounts(item, k) for k in item.unique_sets]
+        counts = [KeyCounts(item, k) for k in counted_sets(item)]
         files, _ = self.store.files(item.id, self.store.last_ts)
         needed = sorted({p for c in counts for p in c.positions})
         with self.store.reading():
             table = self.store.read_columns(files, [*(physical(p) for p in needed), DIFF], item.id)
         for c in counts:
             c.add(key_changes(table, c.positions))
-        self._tables[item.id] = (item.unique_sets, counts)
+        self._tables[item.id] = (counted_sets(item), counts)
 
     def counts(self, item: Item) -> list[KeyCounts]:
-        """The table's key counts (built, or a table its transaction block created: empty)."""
+        """The table's unique key counts (built, or a table its transaction block created: empty)."""
+        return [c for c in self.all_counts(item) if _unique(c)]
+
+    def all_counts(self, item: Item) -> list[KeyCounts]:
+        """Its unique keys' counts and its foreign keys' (which reference each key)."""
         kept = self._tables.get(item.id)
-        if kept is not None and kept[0] == item.unique_sets:
+        if kept is not None and kept[0] == counted_sets(item):
             return kept[1]
-        return [KeyCounts(item, k) for k in item.unique_sets]
+        return [KeyCounts(item, k) for k in counted_sets(item)]
+
+    def find(self, item: Item, name: str) -> KeyCounts | None:
+        """The counts of the key, index or foreign key called `name` of `item`."""
+        return next((c for c in self.all_counts(item) if c.key.name == name), None)
 
     def duplicated(self, item: Item) -> SqlError | None:
         """After `build`: a unique index just added that the table's rows already break."""
@@ -219,8 +238,8 @@ class UniqueKeys:
 
     def created(self, item: Item) -> None:
         """A new table: no keys present yet."""
-        if item.unique_sets:
-            self._tables[item.id] = (item.unique_sets, [KeyCounts(item, k) for k in item.unique_sets])
+        if counted_sets(item):
+            self._tables[item.id] = (counted_sets(item), [KeyCounts(item, k) for k in counted_sets(item)])
 
     def forget(self, collection_id: str) -> None:
         self._tables.pop(collection_id, None)
