@@ -836,10 +836,13 @@ class Session:
             raise
         if not parsed.num_rows:
             return 0
-        generated = {pos: await self.coord.sequence_values.take(
-                         sequences.column_sequence(self.catalog, item, item.columns[pos]), parsed.num_rows,
-                         self.txn, lock_held=self._holds_write_lock())
-                     for pos, value in copy.defaults.items() if value is sequences.NEXTVAL}
+        generated = {}
+        for pos, value in copy.defaults.items():
+            if value is sequences.NEXTVAL:  # and currval follows, as for INSERT
+                sequence = sequences.column_sequence(self.catalog, item, item.columns[pos])
+                generated[pos] = await self.coord.sequence_values.take(sequence, parsed.num_rows, self.txn,
+                                                                       lock_held=self._holds_write_lock())
+                self.sequences_seen.record(sequence, generated[pos])
         # Off the event loop: a big COPY must not hold up every other session.
         updates = await asyncio.to_thread(copy_load.updates, item, copy.positions, parsed, copy.defaults, context,
                                           generated)
