@@ -17,6 +17,7 @@ from pglast import ast as pg_ast
 from sqlglot import exp
 
 from planner.errors import INVALID_PARAMETER_VALUE, SqlError
+from planner.pg_format import quote_identifier
 
 SEQUENCE_GENERATOR_LIMIT_EXCEEDED = "2200H"
 
@@ -236,8 +237,7 @@ def ahead(spec: Spec, state: State, count: int) -> State:
 
 def nextval_default(sequence: str) -> str:
     """A serial column's default, as PostgreSQL stores and prints it."""
-    shown = sequence if re.fullmatch(r"[a-z_][a-z0-9_$]*", sequence) else '"' + sequence.replace('"', '""') + '"'
-    return "nextval('" + shown.replace("'", "''") + "'::regclass)"
+    return "nextval('" + quote_identifier(sequence).replace("'", "''") + "'::regclass)"
 
 
 def sequence_in_default(default: str | None) -> str | None:

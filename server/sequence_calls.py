@@ -20,6 +20,7 @@ from pglast.stream import RawStream
 from planner import pg_parse
 from planner import sequences as seq
 from planner.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_TABLE, SqlError
+from planner.pg_format import quote_identifier
 from planner.pg_parse import Node, node_type
 from planner.sql.coerce import BIGINT, TEXT
 from planner.types import SqlType
@@ -288,14 +289,8 @@ def _serial_sequence(catalog: Catalog, call: Call) -> str | None:
     column = table.column(name)
     if column is None:
         raise SqlError("42703", f'column "{name}" of relation "{table.name}" does not exist')
-    owned = next((i for i in catalog.items.values() if i.kind == sequences.KIND
-                  and sequences.owner(i) == (table.id, column.name)), None)
-    return f"public.{quote_ident(owned.name)}" if owned is not None else None
-
-
-def quote_ident(name: str) -> str:
-    """`name` as quote_ident writes it: quoted unless it is a plain lower-case identifier."""
-    return name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
+    owned = sequences.owned_by(catalog, table.id, column.name)
+    return f"public.{quote_identifier(owned[0].name)}" if owned else None
 
 
 def _arity(call: Call, n: int) -> None:

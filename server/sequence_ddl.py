@@ -74,15 +74,10 @@ def default_text(default: exp.Expression | None) -> str | None:
     return seq.nextval_default(name) if name is not None else default.sql("postgres")
 
 
-def owned_sequences(catalog: Catalog, table_id: str) -> list[Item]:
-    """The sequences a table's columns own: they go when it goes."""
-    return [i for i in catalog.items.values() if i.kind == sequences.KIND and (sequences.owner(i) or ("",))[0] == table_id]
-
-
 def drop_owned(catalog: Catalog, ops: list[CatalogOp]) -> list[CatalogOp]:
     """`ops` and the drops of the sequences owned by the tables they drop."""
     dropped = {op.id for op in ops if isinstance(op, DropItem)}
-    extra = [DropItem(s.id) for t in dropped for s in owned_sequences(catalog, t) if s.id not in dropped]
+    extra = [DropItem(s.id) for t in dropped for s in sequences.owned_by(catalog, t) if s.id not in dropped]
     return ops + extra
 
 
@@ -90,7 +85,7 @@ async def restart_owned(session: StatementContext, tables: list[Item], lock_held
     """TRUNCATE … RESTART IDENTITY: the tables' own sequences back at their start, at once
     (PostgreSQL undoes it with a ROLLBACK; a sequence's state is not transactional here)."""
     for table in tables:
-        for owned in owned_sequences(session.catalog, table.id):
+        for owned in sequences.owned_by(session.catalog, table.id):
             await session.coord.sequence_values.restart(owned, seq.start_state(sequences.spec_of(owned)),
                                                         session.txn, lock_held)
 

@@ -74,12 +74,18 @@ def owner(item: Item) -> tuple[str, str] | None:
     return (owned["table"], owned["column"]) if owned else None
 
 
+def owned_by(catalog: Catalog, table_id: str, column: str | None = None) -> list[Item]:
+    """The sequences a table's columns (or one of them) own."""
+    return [i for i in catalog.items.values() if i.kind == KIND and (owner(i) or ("", ""))[0] == table_id
+            and (column is None or owner(i)[1] == column)]
+
+
 def column_sequence(catalog: Catalog, table: Item, column: Column) -> Item | None:
     """The sequence a column draws its values from: an identity column's own, or the one a
     `nextval('s'::regclass)` default names."""
     if column.identity is not None:
-        return next((i for i in catalog.items.values() if i.kind == KIND and owner(i) == (table.id, column.name)
-                     and i.details["owned_by"].get("identity")), None)
+        return next((i for i in owned_by(catalog, table.id, column.name) if i.details["owned_by"].get("identity")),
+                    None)
     name = seq.sequence_in_default(column.default)
     if name is None:
         return None
