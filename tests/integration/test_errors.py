@@ -184,7 +184,8 @@ def test_syntax_error_position(session):
 
 def test_unsupported_statement_names_itself(session):
     for sql, name in [("ALTER TABLE items ALTER COLUMN id TYPE text", "ALTER TABLE"),
-                      ("CREATE SEQUENCE s", "CREATE SEQUENCE"), ("LOCK TABLE items", "LOCK"),
+                      ("CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'", "CREATE FUNCTION"),
+                      ("CREATE TYPE mood AS ENUM ('sad')", "CREATE TYPE"), ("LOCK TABLE items", "LOCK"),
                       ("CALL proc()", "CALL")]:
         with pytest.raises(psycopg.errors.FeatureNotSupported) as info:
             session.execute(sql)
