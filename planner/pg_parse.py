@@ -8,7 +8,9 @@ objects): every node is a one-key dict `{"NodeType": {field: value}}`.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -122,6 +124,30 @@ def leftmost_position(node: Node) -> int | None:
 
     walk(node)
     return min(found) + 1 if found else None
+
+
+# An integer constant as written, its minus signs (through parentheses) folded in.
+_INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
+_INTEGER_BYTES = re.compile(rb"([-\s(]*)([0-9]+)")
+
+
+@functools.lru_cache(maxsize=8)
+def _utf8(text: str) -> bytes:
+    return text.encode()
+
+
+def integer_at(text: str, location: int) -> int | None:
+    """The integer constant at a parse-tree location, read from the statement text:
+    libpg_query's JSON leaves out an `ival` that is zero or negative (`-1` arrives as
+    `{"ival": {}}`). PostgreSQL's grammar folds minus signs into the constant, through
+    parentheses too (`- ( - 5 )` is the constant 5, located at the first sign). Locations
+    count bytes of the UTF-8 text, not characters (`SELECT 'é', -5`)."""
+    if location < 0:
+        return None
+    m = _INTEGER.match(text, location) if text.isascii() else _INTEGER_BYTES.match(_utf8(text), location)
+    if m is None:
+        return None
+    return (-1) ** m.group(1).count("-" if text.isascii() else b"-") * int(m.group(2))
 
 
 def names(items: list[Node] | None) -> list[str]:

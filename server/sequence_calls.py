@@ -34,7 +34,6 @@ NAMES = ("nextval", "currval", "setval", "lastval")
 SERIAL_SEQUENCE = "pg_get_serial_sequence"
 OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
 NUMERIC_VALUE_OUT_OF_RANGE = "22003"
-_INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
 _MENTIONED = re.compile(r"(?i)\b(nextval|currval|setval|lastval|pg_get_serial_sequence)\s*\(")
 
 
@@ -197,8 +196,8 @@ def _constant(node: Node, params: dict[int, object], text: str) -> object:
             value = const[key].get(key, False if key == "boolval" else "")
             return int(value) if key == "fval" else value
     if "ival" in const:  # read from the text: libpg_query's JSON drops a zero or negative ival
-        m = _INTEGER.match(text, const.get("location", -1)) if const.get("location", -1) >= 0 else None
-        return (-1) ** m.group(1).count("-") * int(m.group(2)) if m else const["ival"].get("ival", 0)
+        value = pg_parse.integer_at(text, const.get("location", -1))
+        return const["ival"].get("ival", 0) if value is None else value
     return _NOT_CONSTANT
 
 

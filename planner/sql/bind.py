@@ -9,7 +9,6 @@ SQLSTATE and position. Nothing here knows Spark.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -18,7 +17,7 @@ from typing import Any, Protocol
 from planner import functions, operators, typeof
 from planner.errors import FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, SqlError
 from planner.functions import Kind
-from planner.pg_parse import Node, names, node_type
+from planner.pg_parse import Node, integer_at, names, node_type
 from planner.pg_parse import position as _pos
 from planner.pg_parse import position_of as _location
 from planner.sql import bind_recursive, coerce, colnames, grouping_sets, hoist, value_functions
@@ -37,7 +36,6 @@ from planner.sql.scope import UNDEFINED_COLUMN, UNDEFINED_TABLE, Scope, ScopeCol
 from planner.types import COLUMN_TYPES, SqlType, column_type, lookup
 
 GROUPING_ERROR = "42803"
-_INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
 CARDINALITY_VIOLATION = "21000"
 INVALID_COLUMN_REFERENCE = "42P10"
 DUPLICATE_ALIAS = "42712"
@@ -642,14 +640,8 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
         raise p.NotYet("bit string constants are not supported", position=_pos(n))
 
     def _integer_at(self, location: int) -> int:
-        """An integer constant's value from the statement text: libpg_query's JSON leaves
-        out an `ival` that is zero or negative (`-1` arrives as `{"ival": {}}`). PostgreSQL's
-        grammar folds minus signs into the constant, through parentheses too (`- ( - 5 )` is
-        the constant 5, located at the first sign)."""
-        m = _INTEGER.match(self.text, location) if location >= 0 else None
-        if m is None:
-            return 0
-        return (-1) ** m.group(1).count("-") * int(m.group(2))
+        value = integer_at(self.text, location)
+        return 0 if value is None else value
 
     def _param(self, n: dict) -> p.Expr:
         number = n["number"]

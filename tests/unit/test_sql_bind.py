@@ -335,3 +335,14 @@ def test_distinct_on_must_match_the_initial_order_by(sql):
         _bind(sql)
     assert (err.value.sqlstate, err.value.message) == (
         "42P10", "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
+
+
+@pytest.mark.parametrize("sql, values", [
+    ("SELECT -5, 0, 7, - ( - 3)", [-5, 0, 7, 3]),
+    ("SELECT 'ééé€', -5, 0, 7", [None, -5, 0, 7]),  # locations count UTF-8 bytes
+])
+def test_integer_constants_read_at_byte_locations(sql, values):
+    targets = pg_parse.parse_one(sql)["SelectStmt"]["targetList"]
+    found = [pg_parse.integer_at(sql, t["ResTarget"]["val"]["A_Const"]["location"])
+             if "ival" in t["ResTarget"]["val"]["A_Const"] else None for t in targets]
+    assert found == values
