@@ -268,6 +268,17 @@ def _relation_oid(name: exp.Expression) -> exp.Expression:
     return exp.Subquery(this=query)
 
 
+def _existing_relation_oid(name: exp.Expression) -> exp.Expression:
+    """`'t'::regclass` (regclassin): the relation's OID, and 42P01 when no relation has
+    that name, as PostgreSQL answers rather than a NULL."""
+    if not (isinstance(name, exp.Literal) and name.is_string):
+        return _relation_oid(name)
+    message = f'sparkwire:42P01:relation "{name.this}" does not exist'
+    return exp.Coalesce(this=_relation_oid(name), expressions=[
+        exp.Cast(this=exp.Anonymous(this="raise_error", expressions=[_str(message)]),
+                 to=exp.DataType.build("BIGINT"))])
+
+
 def _is_text(node: exp.Expression) -> bool:
     if isinstance(node, exp.Literal):
         return node.is_string
@@ -408,7 +419,7 @@ def _cast(node: exp.Cast) -> exp.Expression:
     value = node.this
     if key == "regclass":
         if _is_text(value):
-            return _relation_oid(value)
+            return _existing_relation_oid(value)
         return exp.Cast(this=value, to=exp.DataType.build("TEXT"))
     if key == "regtype":
         return _type_oid_of_name(value) if _is_text(value) else format_type(value, None)
@@ -807,8 +818,35 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         elif _composite_attributes(sub):
             sub.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build("ARRAY<TEXT>")))
     _unique_ctes(tree)
+    _regclass_names(tree)
     jsonb_sql.mark(tree)
     return _rewrite(tree)
+
+
+def _regclass_names(tree: exp.Expression) -> None:
+    """A regclass is an OID that prints as its relation's name (regclassout): `c.oid::regclass`
+    in a select list or cast on to text shows `t`, where a comparison compares OIDs. Our
+    relations all live in schemas on the search path, so the name is never qualified."""
+    for cast in list(tree.find_all(exp.Cast)):
+        if _type_key(cast.to) != "regclass":
+            continue
+        parent = cast.parent
+        printed = (isinstance(parent, exp.Cast) and parent.to.is_type(*exp.DataType.TEXT_TYPES)
+                   or isinstance(parent, exp.Select) and cast.arg_key == "expressions"
+                   or isinstance(parent, exp.Alias) and isinstance(parent.parent, exp.Select)
+                   and parent.arg_key == "expressions")
+        if printed:
+            cast.replace(_relation_name(cast.this))
+
+
+def _relation_name(value: exp.Expression) -> exp.Expression:
+    """The name regclassout prints for a relation OID (or for the relation a text names):
+    its relname, else the OID's digits."""
+    oid = _existing_relation_oid(value) if _is_text(value) else value.copy()
+    query = exp.select(exp.Max(this=exp.column("relname", "__rc"))).from_(
+        "pg_catalog.pg_class AS __rc").where(exp.EQ(this=exp.column("oid", "__rc"), expression=oid))
+    return exp.Coalesce(this=exp.Subquery(this=query), expressions=[
+        exp.Cast(this=oid.copy(), to=exp.DataType.build("TEXT"))])
 
 
 def _composite_attributes(node: exp.Subquery) -> bool:

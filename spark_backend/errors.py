@@ -172,7 +172,15 @@ _BY_CAUSE = {
 _CAUSE_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)?\]")
 
 
+# A raise_error of ours inside a subquery Spark ran apart from the query (a scalar subquery).
+_WRAPPED_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] " + re.escape(ERROR_PREFIX)
+                             + r"([0-9A-Z]{5}):(.*?)(?: SQLSTATE: |\n|$)")
+
+
 def _wrapped_cause(text: str) -> tuple[str, str] | None:
+    raised = _WRAPPED_RAISED.search(text)
+    if raised is not None:
+        return raised.group(1).upper(), raised.group(2)
     for name in _CAUSE_CLASS.findall(text):
         if name in _BY_CAUSE:
             return _BY_CAUSE[name]

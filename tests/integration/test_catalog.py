@@ -179,6 +179,9 @@ SAME_AS_POSTGRES = [
     ("SELECT nspname FROM pg_namespace WHERE nspname IN ('pg_catalog', 'public', 'information_schema') "
     "ORDER BY 1"),
     "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relname = 'cat_t'",
+    # A regclass prints as its relation's name; compared, it is an OID.
+    ("SELECT 'cat_t'::regclass, 'cat_v'::regclass::text, c.oid::regclass AS r, c.oid::regclass::text = c.relname, "
+    "'pg_class'::regclass FROM pg_class c WHERE c.oid = 'cat_u'::regclass"),
 ]
 
 
@@ -190,6 +193,16 @@ def test_catalog_queries_match_postgres(objects, postgres, sql):
         got = ours.execute(sql).fetchall()
         want = theirs.execute(sql).fetchall()
     assert got == want, sql
+
+
+def test_regclass_of_a_missing_relation_is_42p01_as_in_postgres(objects, postgres):
+    sql = "SELECT a.attname FROM pg_attribute a WHERE a.attrelid = 'no_such''table'::regclass"
+    errors = []
+    for dsn in (objects.dsn, f"host=127.0.0.1 port={postgres.port} user=materialize dbname=materialize"):
+        with psycopg.connect(dsn, autocommit=True) as c, pytest.raises(psycopg.errors.UndefinedTable) as info:
+            c.execute(sql)
+        errors.append(str(info.value).splitlines()[0])
+    assert errors[0] == errors[1] == 'relation "no_such\'table" does not exist'
 
 
 # -- drivers ------------------------------------------------------------------------------------

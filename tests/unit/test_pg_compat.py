@@ -49,7 +49,13 @@ def test_regclass_and_regtype_casts():
     out = spark("SELECT 'cat_t'::regclass, 'public.t'::pg_catalog.regclass, c.oid::regclass")
     assert "(SELECT MAX(c.oid) FROM pg_catalog.pg_class AS c WHERE c.relname = 'cat_t')" in out
     assert "n.nspname = 'public'" in out
-    assert out.endswith("CAST(c.oid AS STRING)")
+    # printed (a select list's item, or cast to text): the relation's name, else the OID's digits
+    assert out.endswith("COALESCE((SELECT MAX(__rc.relname) FROM pg_catalog.pg_class AS __rc "
+                        "WHERE __rc.oid = c.oid), CAST(c.oid AS STRING))")
+    # compared: the OID, and a name no relation has is PostgreSQL's 42P01
+    out = spark("SELECT 1 FROM pg_index WHERE indrelid = 'gone'::regclass AND indexrelid::regclass::text = 'i'")
+    assert "RAISE_ERROR('sparkwire:42P01:relation \"gone\" does not exist')" in out
+    assert "__rc.oid = indexrelid" in out and "indrelid = COALESCE((SELECT MAX(c.oid)" in out
     out = spark("SELECT 'integer'::regtype, 'pg_catalog.array_in'::regproc, x::oid, y::pg_catalog.int2[]")
     assert out == "SELECT 23, 'array_in', CAST(x AS BIGINT), CAST(y AS ARRAY<SMALLINT>)"
     assert "WHEN 'integer' THEN 23" in spark("SELECT $1::regtype")  # a parameter: looked up in Spark
