@@ -8,7 +8,6 @@ objects): every node is a one-key dict `{"NodeType": {field: value}}`.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterator
@@ -26,7 +25,8 @@ STATEMENT_TOO_COMPLEX = "54001"
 
 
 def parse(text: str) -> list[Node]:
-    """The raw statements of `text` (each a `{"NodeType": {...}}` dict).
+    """The raw statements of `text` (each a `{"NodeType": {...}}` dict), their locations
+    counted in characters of `text`, as PostgreSQL reports positions.
 
     Raises SqlError 42601 with PostgreSQL's message and 1-based position."""
     try:
@@ -36,11 +36,47 @@ def parse(text: str) -> list[Node]:
         if "stack depth limit exceeded" in message:
             raise SqlError(STATEMENT_TOO_COMPLEX, "statement too complex",
                            hint="Nest fewer expressions or subqueries.") from None
-        position = cursor + 1 if cursor is not None else len(text) + 1
+        position = _error_character(text, cursor) + 1 if cursor is not None else len(text) + 1
         raise SqlError(SYNTAX_ERROR, message, position=position) from None
     except RecursionError:
         raise SqlError(STATEMENT_TOO_COMPLEX, "statement too complex") from None
+    if not text.isascii():  # libpg_query's locations count bytes of the UTF-8 text
+        _relocate(tree, _characters_at_bytes(text))
     return [s["stmt"] for s in tree.get("stmts", [])]
+
+
+def _characters_at_bytes(text: str) -> list[int]:
+    """For each byte offset of the UTF-8 text (and its end), the character it belongs to."""
+    out: list[int] = []
+    for i, ch in enumerate(text):
+        out.extend([i] * len(ch.encode()))
+    out.append(len(text))
+    return out
+
+
+def _relocate(node: object, characters: list[int]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "location" and isinstance(value, int) and 0 <= value < len(characters):
+                node[key] = characters[value]
+            else:
+                _relocate(value, characters)
+    elif isinstance(node, list):
+        for value in node:
+            _relocate(value, characters)
+
+
+def _error_character(text: str, cursor: int) -> int:
+    """The character a syntax error is at. pglast hands libpg_query's cursor over less the
+    extra bytes of the multibyte characters before it (a character offset made smaller
+    again): the character c with c - extra_bytes_before(c) == cursor."""
+    c = cursor
+    for _ in range(len(text) + 1):
+        at = cursor + len(text[:c].encode()) - c
+        if at == c or at > len(text):
+            return min(at, len(text))
+        c = at
+    return c
 
 
 def parse_one(text: str) -> Node:
@@ -128,26 +164,17 @@ def leftmost_position(node: Node) -> int | None:
 
 # An integer constant as written, its minus signs (through parentheses) folded in.
 _INTEGER = re.compile(r"([-\s(]*)([0-9]+)")
-_INTEGER_BYTES = re.compile(rb"([-\s(]*)([0-9]+)")
-
-
-@functools.lru_cache(maxsize=8)
-def _utf8(text: str) -> bytes:
-    return text.encode()
 
 
 def integer_at(text: str, location: int) -> int | None:
     """The integer constant at a parse-tree location, read from the statement text:
     libpg_query's JSON leaves out an `ival` that is zero or negative (`-1` arrives as
     `{"ival": {}}`). PostgreSQL's grammar folds minus signs into the constant, through
-    parentheses too (`- ( - 5 )` is the constant 5, located at the first sign). Locations
-    count bytes of the UTF-8 text, not characters (`SELECT 'é', -5`)."""
-    if location < 0:
-        return None
-    m = _INTEGER.match(text, location) if text.isascii() else _INTEGER_BYTES.match(_utf8(text), location)
+    parentheses too (`- ( - 5 )` is the constant 5, located at the first sign)."""
+    m = _INTEGER.match(text, location) if location >= 0 else None
     if m is None:
         return None
-    return (-1) ** m.group(1).count("-" if text.isascii() else b"-") * int(m.group(2))
+    return (-1) ** m.group(1).count("-") * int(m.group(2))
 
 
 def names(items: list[Node] | None) -> list[str]:

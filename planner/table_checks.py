@@ -55,8 +55,7 @@ def check_spec(c: Node, text: str, column: str | None) -> CheckSpec:
 
 
 def _expression_text(text: str, location: int) -> str:
-    """The text between the parentheses after CHECK at `location` (a byte offset)."""
-    data = text.encode()
+    """The text between the parentheses after CHECK at `location`."""
     depth, start = 0, None
     for token in _pg.scan(text):
         if token.start < location:
@@ -68,7 +67,7 @@ def _expression_text(text: str, location: int) -> str:
         elif token.name == "ASCII_41":  # )
             depth -= 1
             if depth == 0 and start is not None:
-                return data[start:token.start].decode()
+                return text[start:token.start]
     raise SqlError(SYNTAX_ERROR, "syntax error in CHECK constraint")
 
 

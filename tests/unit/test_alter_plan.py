@@ -8,9 +8,10 @@ import pyarrow as pa
 import pytest
 
 from planner import alter_syntax as alt
+from planner import pg_parse
 from planner.errors import SqlError
 from planner.parser import parse
-from planner.table_checks import renamed_column
+from planner.table_checks import renamed_column, table_checks
 from planner.types import column_type
 from server import alter_checks
 from server.alter_plan import MAX_ATTNUM, NewColumn, plan_alter
@@ -199,3 +200,9 @@ def test_commit_time_checks_of_a_write():
     assert alter_checks.stale_layout({table.id: old_layout}, {table.id: strict}, {table.id: 5}).sqlstate == "40001"
     assert alter_checks.stale_layout({table.id: old_layout}, {table.id: table}, {table.id: 5}) is None
     assert alter_checks.stale_layout({table.id: old_layout}, {table.id: strict}, {}) is None  # never rewritten
+
+
+def test_check_expressions_are_read_after_multibyte_characters():
+    sql = "CREATE TABLE t (a text CHECK (a <> 'ééé'), b int CHECK (b > -1), c text DEFAULT '€' CHECK (c <> ''))"
+    specs = table_checks(pg_parse.parse_one(sql)["CreateStmt"], sql)
+    assert [s.sql for s in specs] == ["a <> 'ééé'", "b > -1", "c <> ''"]

@@ -339,10 +339,21 @@ def test_distinct_on_must_match_the_initial_order_by(sql):
 
 @pytest.mark.parametrize("sql, values", [
     ("SELECT -5, 0, 7, - ( - 3)", [-5, 0, 7, 3]),
-    ("SELECT 'ééé€', -5, 0, 7", [None, -5, 0, 7]),  # locations count UTF-8 bytes
+    ("SELECT 'ééé€', -5, 0, 7", [None, -5, 0, 7]),  # libpg_query counts bytes; the tree, characters
 ])
-def test_integer_constants_read_at_byte_locations(sql, values):
+def test_integer_constants_read_at_their_locations(sql, values):
     targets = pg_parse.parse_one(sql)["SelectStmt"]["targetList"]
     found = [pg_parse.integer_at(sql, t["ResTarget"]["val"]["A_Const"]["location"])
              if "ival" in t["ResTarget"]["val"]["A_Const"] else None for t in targets]
     assert found == values
+
+
+@pytest.mark.parametrize("sql, position", [
+    ("SELECT 'ab', nosuchcol", 14), ("SELECT 'é€', nosuchcol", 14),  # as PostgreSQL: characters
+    ("SELECT 'ab', 1 frm t", 20), ("SELECT 'é€', 1 frm t", 20), ("SELECT '€€€', 1 frm t", 21),
+    ("SELECT 'ab', 1 +", 17), ("SELECT 'é€', 1 +", 17),
+])
+def test_error_positions_count_characters(sql, position):
+    with pytest.raises(SqlError) as info:
+        _bind(sql)
+    assert info.value.position == position
