@@ -40,7 +40,7 @@ def parse(text: str) -> list[Node]:
         raise SqlError(SYNTAX_ERROR, message, position=position) from None
     except RecursionError:
         raise SqlError(STATEMENT_TOO_COMPLEX, "statement too complex") from None
-    if not text.isascii():  # libpg_query's locations count bytes of the UTF-8 text
+    if not text.isascii():  # libpg_query's JSON counts bytes (pglast's node objects do not)
         _relocate(tree, _characters_at_bytes(text))
     return [s["stmt"] for s in tree.get("stmts", [])]
 

@@ -111,24 +111,27 @@ def without_identity(text: str) -> str:
     stmt = _create_stmt(text) if re.search(r"(?i)identity", text) else None
     if stmt is None:
         return text
-    data = bytearray(text.encode())  # the parse tree's locations count bytes
+    chars = list(text)  # pglast's node objects count characters
     for element in stmt.tableElts or ():
         for c in getattr(element, "constraints", None) or ():
             if c.contype == ConstrType.CONSTR_IDENTITY:
-                end = _identity_end(data, c.location)
-                data[c.location:end] = b" " * (end - c.location)
-    return data.decode()
+                end = _identity_end(text, c.location)
+                chars[c.location:end] = " " * (end - c.location)
+    return "".join(chars)
 
 
-def _identity_end(data: bytearray, start: int) -> int:
+_IDENTITY = re.compile(r"(?i)identity")
+
+
+def _identity_end(text: str, start: int) -> int:
     """Where the identity clause starting at `start` ends: after IDENTITY and its options."""
-    end = data.lower().index(b"identity", start) + len(b"identity")
-    rest = len(data[end:]) - len(data[end:].lstrip())
-    if data[end + rest:end + rest + 1] != b"(":
+    end = _IDENTITY.search(text, start).end()
+    rest = len(text[end:]) - len(text[end:].lstrip())
+    if text[end + rest:end + rest + 1] != "(":
         return end
     depth = 0
-    for i in range(end + rest, len(data)):
-        depth += {ord("("): 1, ord(")"): -1}.get(data[i], 0)
+    for i in range(end + rest, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
         if depth == 0:
             return i + 1
-    return len(data)
+    return len(text)

@@ -31,3 +31,7 @@ def test_a_row_of_the_wrong_width_is_postgres_syntax_error():
     with pytest.raises(SqlError) as err:
         spread("UPDATE t SET (a, b) = (1, 2, 3)")
     assert err.value.sqlstate == "42601" and "number of columns" in str(err.value)
+    assert err.value.position == 23
+    with pytest.raises(SqlError) as err:
+        spread("UPDATE t SET c = 'é€', (a, b) = (1, 2, 3)")
+    assert err.value.position == 33  # PostgreSQL's: characters, not bytes

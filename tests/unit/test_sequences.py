@@ -151,6 +151,9 @@ def test_identity_clauses_are_blanked_for_the_column_reader():
     blanked = table_sequences.without_identity(text)
     assert len(blanked) == len(text)
     assert "IDENTITY" not in blanked and "START" not in blanked and "b text" in blanked
+    text = "CREATE TABLE t (é€ text DEFAULT 'ü', a int GENERATED ALWAYS AS IDENTITY (START 5), b text)"
+    blanked = table_sequences.without_identity(text)  # node locations count characters
+    assert blanked == "CREATE TABLE t (é€ text DEFAULT 'ü', a int " + " " * 38 + ", b text)"
 
 
 def test_create_table_columns_take_their_sequences():
