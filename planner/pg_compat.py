@@ -22,7 +22,7 @@ import sqlglot
 from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS, UNRESERVED_KEYWORDS
 from sqlglot import exp
 
-from planner import catalog_defs, functions, jsonb, jsonb_sql, pg_functions, pg_strings
+from planner import catalog_defs, functions, jsonb, jsonb_sql, pg_functions, pg_regclass, pg_strings
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.sql_template import template as _parse
 from planner.types import ALIASES, BY_NAME, SqlType
@@ -250,45 +250,6 @@ def _namespace_oid(name: exp.Expression) -> exp.Expression:
     ], default=exp.Cast(this=exp.Null(), to=exp.DataType.build("BIGINT")))
 
 
-def _relation_oid(name: exp.Expression) -> exp.Expression:
-    """`'t'::regclass`: the OID of the relation named, found in pg_class."""
-    relname: exp.Expression = name.copy()
-    schema: exp.Expression | None = None
-    if isinstance(name, exp.Literal) and name.is_string:
-        parts = [p.strip('"') for p in name.this.split(".")]
-        relname = _str(parts[-1])
-        if len(parts) > 1:
-            schema = _str(parts[-2])
-    query = exp.select("c.oid").from_("pg_catalog.pg_class AS c").where(
-        exp.EQ(this=exp.column("relname", "c"), expression=relname))
-    if schema is not None:
-        query = query.join("pg_catalog.pg_namespace AS n", on="n.oid = c.relnamespace").where(
-            exp.EQ(this=exp.column("nspname", "n"), expression=schema))
-    query = query.select(exp.Max(this=exp.column("oid", "c")), append=False)
-    return exp.Subquery(this=query)
-
-
-def _existing_relation_oid(name: exp.Expression) -> exp.Expression:
-    """`'t'::regclass` (regclassin): the relation's OID, and 42P01 when no relation has
-    that name, as PostgreSQL answers rather than a NULL."""
-    if not (isinstance(name, exp.Literal) and name.is_string):
-        return _relation_oid(name)
-    message = f'sparkwire:42P01:relation "{name.this}" does not exist'
-    return exp.Coalesce(this=_relation_oid(name), expressions=[
-        exp.Cast(this=exp.Anonymous(this="raise_error", expressions=[_str(message)]),
-                 to=exp.DataType.build("BIGINT"))])
-
-
-def _is_text(node: exp.Expression) -> bool:
-    if isinstance(node, exp.Literal):
-        return node.is_string
-    if isinstance(node, exp.Parameter):
-        return True
-    if isinstance(node, exp.Cast):
-        return node.to.is_type(*exp.DataType.TEXT_TYPES)
-    return False
-
-
 def _type_key(dt: exp.Expression) -> str | None:
     """The PostgreSQL name of a cast target that needs rewriting, lower case."""
     if isinstance(dt, exp.ObjectIdentifier):
@@ -418,13 +379,13 @@ def _cast(node: exp.Cast) -> exp.Expression:
     key = _type_key(node.to)
     value = node.this
     if key == "regclass":
-        if _is_text(value):
-            return _existing_relation_oid(value)
+        if pg_regclass.is_text(value):
+            return pg_regclass.existing_relation_oid(value)
         return exp.Cast(this=value, to=exp.DataType.build("TEXT"))
     if key == "regtype":
-        return _type_oid_of_name(value) if _is_text(value) else format_type(value, None)
+        return _type_oid_of_name(value) if pg_regclass.is_text(value) else format_type(value, None)
     if key == "regnamespace":
-        return _namespace_oid(value) if _is_text(value) else _namespace_name(value)
+        return _namespace_oid(value) if pg_regclass.is_text(value) else _namespace_name(value)
     if key in ("regproc", "regprocedure"):
         if isinstance(value, exp.Literal) and value.is_string:
             return _str(value.this.split(".")[-1])
@@ -611,7 +572,7 @@ def _function(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     if name in ("to_regtype",) and args:
         return _type_oid_of_name(args[0])
     if name in ("to_regclass",) and args:
-        return _relation_oid(args[0])
+        return pg_regclass.relation_oid(args[0])
     if name == "to_regnamespace" and args:
         return _namespace_oid(args[0])
     if name == "current_setting" and args:
@@ -679,7 +640,7 @@ def _view_definition(view: exp.Expression) -> exp.Expression:
     """pg_get_viewdef(oid or name): the view's query as it was written (PostgreSQL prints its
     own deparse of it), from pg_views."""
     query = exp.select(exp.Max(this=exp.column("definition", "v"))).from_("pg_catalog.pg_views AS v")
-    if _is_text(view):
+    if pg_regclass.is_text(view):
         query = query.where(exp.EQ(this=exp.column("viewname", "v"), expression=view.copy()))
     else:
         query = query.join("pg_catalog.pg_class AS c", on="c.relname = v.viewname AND c.relkind = 'v'").where(
@@ -818,35 +779,9 @@ def rewrite(tree: exp.Expression) -> exp.Expression:
         elif _composite_attributes(sub):
             sub.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build("ARRAY<TEXT>")))
     _unique_ctes(tree)
-    _regclass_names(tree)
+    pg_regclass.print_names(tree, lambda cast: _type_key(cast.to) == "regclass")
     jsonb_sql.mark(tree)
     return _rewrite(tree)
-
-
-def _regclass_names(tree: exp.Expression) -> None:
-    """A regclass is an OID that prints as its relation's name (regclassout): `c.oid::regclass`
-    in a select list or cast on to text shows `t`, where a comparison compares OIDs. Our
-    relations all live in schemas on the search path, so the name is never qualified."""
-    for cast in list(tree.find_all(exp.Cast)):
-        if _type_key(cast.to) != "regclass":
-            continue
-        parent = cast.parent
-        printed = (isinstance(parent, exp.Cast) and parent.to.is_type(*exp.DataType.TEXT_TYPES)
-                   or isinstance(parent, exp.Select) and cast.arg_key == "expressions"
-                   or isinstance(parent, exp.Alias) and isinstance(parent.parent, exp.Select)
-                   and parent.arg_key == "expressions")
-        if printed:
-            cast.replace(_relation_name(cast.this))
-
-
-def _relation_name(value: exp.Expression) -> exp.Expression:
-    """The name regclassout prints for a relation OID (or for the relation a text names):
-    its relname, else the OID's digits."""
-    oid = _existing_relation_oid(value) if _is_text(value) else value.copy()
-    query = exp.select(exp.Max(this=exp.column("relname", "__rc"))).from_(
-        "pg_catalog.pg_class AS __rc").where(exp.EQ(this=exp.column("oid", "__rc"), expression=oid))
-    return exp.Coalesce(this=exp.Subquery(this=query), expressions=[
-        exp.Cast(this=oid.copy(), to=exp.DataType.build("TEXT"))])
 
 
 def _composite_attributes(node: exp.Subquery) -> bool:
