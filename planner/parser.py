@@ -626,6 +626,8 @@ def _set(s: Scanner) -> st.Statement:
             or s.accept("session", "characteristics", "as", "transaction"):
         _isolation_level(s)  # checked; every transaction is serializable here
         return st.SetTransaction()
+    if not local and s.accept("constraints"):
+        return _set_constraints(s)
     if s.accept("time", "zone"):
         name = "timezone"
     else:
@@ -640,6 +642,27 @@ def _set(s: Scanner) -> st.Statement:
         values.append(_setting_value(s))
     s.expect_end()
     return st.SetVariable(name, ", ".join(values), local)
+
+
+def _set_constraints(s: Scanner) -> st.SetConstraints:
+    names: list[tuple[str | None, str]] | None = None
+    if not s.accept("all"):
+        names = []
+        while True:
+            schema, name = None, s.ident("constraint name")
+            if s.accept_punct("."):
+                schema, name = name, s.ident("constraint name")
+            names.append((schema, name))
+            if not s.accept_punct(","):
+                break
+    if s.accept("deferred"):
+        deferred = True
+    elif s.accept("immediate"):
+        deferred = False
+    else:
+        raise s.error("syntax error at end of input" if s.at_end() else "expected DEFERRED or IMMEDIATE")
+    s.expect_end()
+    return st.SetConstraints(None if names is None else tuple(names), deferred)
 
 
 def _setting_value(s: Scanner) -> str:

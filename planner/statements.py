@@ -272,6 +272,14 @@ class Notify(Statement):
 
 
 @dataclass(frozen=True)
+class SetConstraints(Statement):
+    """SET CONSTRAINTS { ALL | name [, ...] } { DEFERRED | IMMEDIATE }."""
+
+    names: tuple[tuple[str | None, str], ...] | None  # (schema, name); None: ALL
+    deferred: bool
+
+
+@dataclass(frozen=True)
 class SetTransaction(Statement):
     """SET [SESSION] TRANSACTION / SET SESSION CHARACTERISTICS AS TRANSACTION: accepted,
     every transaction being serializable here."""

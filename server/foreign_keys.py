@@ -13,7 +13,7 @@ unless the key is INITIALLY DEFERRED: then at COMMIT only), as NO ACTION is chec
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
@@ -143,10 +143,12 @@ def _in_parent_order(fk: ForeignKey, parent_counts: KeyCounts, child_key: tuple)
 
 
 def violation(unique: UniqueKeys, updates: dict[str, pa.Table], items: dict[str, Item],
-              deferred: bool = True, earlier: Iterable[dict[str, pa.Table]] = ()) -> SqlError | None:
+              deferred: Callable[[ForeignKey], bool] | None = None,
+              earlier: Iterable[dict[str, pa.Table]] = ()) -> SqlError | None:
     """The first foreign key `updates` would break once committed over the present counts
-    (and the `earlier` writes committed with them); `deferred`: check INITIALLY DEFERRED
-    keys too (COMMIT), or only the others (a transaction block's statement)."""
+    (and the `earlier` writes committed with them). `deferred`, at a transaction block's
+    statement: the keys left to COMMIT (INITIALLY DEFERRED, or SET CONSTRAINTS … DEFERRED);
+    None at COMMIT: every key."""
     nets: dict[tuple[str, str], dict[tuple, int]] = {}
 
     def net(item: Item, counts: KeyCounts) -> dict[tuple, int]:
@@ -161,13 +163,13 @@ def violation(unique: UniqueKeys, updates: dict[str, pa.Table], items: dict[str,
         if item is None or not table.num_rows:
             continue
         for fk in item.foreign_keys:
-            if fk.deferred and not deferred:
+            if deferred is not None and deferred(fk):
                 continue
             error = _missing_parent(unique, item, fk, table, items, net)
             if error is not None:
                 return error
         for child, fk in referencing(items.values(), cid):
-            if fk.deferred and not deferred:
+            if deferred is not None and deferred(fk):
                 continue
             error = _still_referenced(unique, item, child, fk, items, net)
             if error is not None:

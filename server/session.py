@@ -44,6 +44,7 @@ from server import (
     alter_table,
     bound_query,
     check_constraints,
+    constraint_modes,
     copy_format,
     copy_load,
     copy_out,
@@ -985,3 +986,4 @@ _HANDLERS.update(create_table_as.HANDLERS)
 _HANDLERS.update(roles.HANDLERS)
 _HANDLERS.update(sequence_ddl.HANDLERS)
 _HANDLERS.update(show.HANDLERS)
+_HANDLERS.update(constraint_modes.HANDLERS)

@@ -45,6 +45,13 @@ async def stage(session: StagingSession, updates: dict[str, pa.Table]) -> None:
         session.txn.updates.setdefault(cid, []).append(table)
     await _check_references(session, updates)
 
+async def check_staged_references(session: StagingSession) -> None:
+    """Every foreign key the block's writes so far involve, now (SET CONSTRAINTS … IMMEDIATE)."""
+    if session.txn.updates:
+        await _check_references(session, {cid: writes.concat_updates(tables)
+                                          for cid, tables in session.txn.updates.items()})
+
+
 async def _check_references(session: StagingSession, updates: dict[str, pa.Table]) -> None:
     """FOREIGN KEY (not INITIALLY DEFERRED) at the statement, over the block's writes so far;
     COMMIT checks again, all of them, against what others committed since."""
@@ -58,6 +65,7 @@ async def _check_references(session: StagingSession, updates: dict[str, pa.Table
         async with session.coord.write_lock:
             await session.coord.count_keys(live, session.catalog.items)
     staged = {cid: writes.concat_updates(tables) for cid, tables in session.txn.updates.items()}
-    error = foreign_keys.violation(session.coord.unique, staged, session.catalog.items, deferred=False)
+    error = foreign_keys.violation(session.coord.unique, staged, session.catalog.items,
+                                   deferred=session.txn.constraints.deferred)
     if error is not None:
         raise error

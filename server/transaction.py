@@ -11,6 +11,7 @@ log; the session commits what is staged through the coordinator.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -18,10 +19,33 @@ import pyarrow as pa
 from planner.errors import NO_ACTIVE_SQL_TRANSACTION, SqlError
 from server import writes
 from server.catalog import Catalog
+from server.catalog_items import ForeignKey
 from server.catalog_ops import AlterItem, CatalogOp, CreateItem, DropCollection, DropItem
 from server.coordinator import Overlay
 
 SERIALIZATION_FAILURE = "40001"
+
+
+@dataclass(frozen=True)
+class ConstraintModes:
+    """SET CONSTRAINTS in a transaction block: whether each DEFERRABLE constraint is checked
+    at COMMIT (deferred) or after each statement, over its INITIALLY setting. ALL sets every
+    one and forgets the names set before it, as PostgreSQL's after-trigger state does."""
+
+    all_deferred: bool | None = None
+    named: Mapping[str, bool] = field(default_factory=dict)  # foreign key id → deferred
+
+    def deferred(self, fk: ForeignKey) -> bool:
+        if not fk.deferrable:
+            return False
+        if fk.fk_id in self.named:
+            return self.named[fk.fk_id]
+        return fk.deferred if self.all_deferred is None else self.all_deferred
+
+    def set(self, ids: list[str] | None, deferred: bool) -> ConstraintModes:
+        if ids is None:
+            return ConstraintModes(deferred, {})
+        return ConstraintModes(self.all_deferred, {**self.named, **dict.fromkeys(ids, deferred)})
 
 
 @dataclass(frozen=True)
@@ -32,6 +56,7 @@ class Savepoint:
     staged: dict[str, int]  # collection → how many staged update tables it had
     cursors: frozenset[str]  # cursors open then (later ones close on ROLLBACK TO)
     ddl: int = 0  # how many catalog operations the block had staged
+    constraints: ConstraintModes = ConstraintModes()  # SET CONSTRAINTS then (ROLLBACK TO restores it)
 
 
 @dataclass
@@ -49,6 +74,7 @@ class Transaction:
     # writes at COMMIT, and the catalog as the block sees it (None while there are none).
     ddl_ops: list[CatalogOp] = field(default_factory=list)
     catalog: Catalog | None = None
+    constraints: ConstraintModes = ConstraintModes()  # SET CONSTRAINTS in the block
 
     def overlay(self) -> Overlay | None:
         if not self.updates:
@@ -94,7 +120,7 @@ class Transaction:
     # -- savepoints --------------------------------------------------------------------
     def savepoint(self, name: str, cursors: frozenset[str]) -> None:
         self.savepoints.append(Savepoint(name, {k: len(v) for k, v in self.updates.items()},
-                                         cursors, len(self.ddl_ops)))
+                                         cursors, len(self.ddl_ops), self.constraints))
 
     def _find(self, name: str) -> int:
         for i in range(len(self.savepoints) - 1, -1, -1):  # the latest of that name, as PostgreSQL
@@ -123,6 +149,7 @@ class Transaction:
             if self.ddl_ops:
                 ops, self.ddl_ops = self.ddl_ops, []
                 self.stage_ddl(ops, live)
+        self.constraints = mark.constraints
         self.failed = False
         return mark.cursors
 

@@ -13,6 +13,7 @@ from planner.types import column_type
 from server import foreign_keys
 from server.catalog import Catalog
 from server.catalog_items import Column, Item, UniqueKey
+from server.transaction import ConstraintModes
 from server.unique_keys import UniqueKeys
 from spark_backend.schema import storage_arrow_schema
 
@@ -123,5 +124,8 @@ def test_deferred_keys_wait_for_commit():
         catalog.apply(op)
     unique = _counts(catalog, {})
     write = {"u3": _rows(catalog.get("d"), [(7,)])}
-    assert foreign_keys.violation(unique, write, catalog.items, deferred=False) is None
+    at_statement = ConstraintModes().deferred  # a block's statement leaves the key to COMMIT
+    assert foreign_keys.violation(unique, write, catalog.items, deferred=at_statement) is None
     assert foreign_keys.violation(unique, write, catalog.items).sqlstate == "23503"
+    made_immediate = ConstraintModes().set(None, False).deferred  # SET CONSTRAINTS ALL IMMEDIATE
+    assert foreign_keys.violation(unique, write, catalog.items, deferred=made_immediate).sqlstate == "23503"

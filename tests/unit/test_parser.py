@@ -213,3 +213,18 @@ def test_kafka_source_options_take_lists_and_negative_numbers():
         with pytest.raises(SqlError) as info:
             one(f"CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC 't', {bad})")
         assert info.value.sqlstate == "42601"
+
+
+@pytest.mark.parametrize("sql, names, deferred", [
+    ("SET CONSTRAINTS ALL DEFERRED", None, True),
+    ('SET CONSTRAINTS a, public."B" IMMEDIATE', ((None, "a"), ("public", "B")), False),
+])
+def test_set_constraints(sql, names, deferred):
+    assert parse(sql)[0].statement == st.SetConstraints(names, deferred)
+
+
+@pytest.mark.parametrize("sql", ["SET CONSTRAINTS ALL", "SET CONSTRAINTS a LATER", "SET CONSTRAINTS DEFERRED"])
+def test_set_constraints_syntax_errors(sql):
+    with pytest.raises(SqlError) as err:
+        parse(sql)
+    assert err.value.sqlstate == "42601"

@@ -10,8 +10,8 @@ import pytest
 from planner.errors import SqlError
 from planner.types import BY_NAME, SqlType
 from server.catalog import Catalog
-from server.catalog_items import Column, Item
-from server.transaction import Transaction, explicit
+from server.catalog_items import Column, ForeignKey, Item
+from server.transaction import ConstraintModes, Transaction, explicit
 
 INT = SqlType(BY_NAME["integer"])
 
@@ -108,3 +108,18 @@ def test_commit_check_refuses_a_name_taken_or_an_object_gone_meanwhile():
         live.apply(op)
     with pytest.raises(SqlError):
         dropper.check_ddl(live)
+
+
+def test_set_constraints_modes_over_each_keys_initial_setting():
+    def fk(fk_id: str, deferrable: bool, deferred: bool) -> ForeignKey:
+        return ForeignKey(fk_id, ("a",), "p", ("id",), fk_id, deferrable, deferred)
+
+    plain, later, now = fk("plain", False, False), fk("later", True, True), fk("now", True, False)
+    modes = ConstraintModes()
+    assert [modes.deferred(k) for k in (plain, later, now)] == [False, True, False]
+    modes = modes.set(None, True)  # ALL DEFERRED: never a key that is not deferrable
+    assert [modes.deferred(k) for k in (plain, later, now)] == [False, True, True]
+    modes = modes.set(["later"], False)  # a name over ALL
+    assert [modes.deferred(k) for k in (plain, later, now)] == [False, False, True]
+    modes = modes.set(None, False)  # ALL forgets the names set before it
+    assert modes.named == {} and [modes.deferred(k) for k in (plain, later, now)] == [False, False, False]
