@@ -132,7 +132,7 @@ def _raised(p: dict) -> tuple[str, str]:
     text = str(p.get("errorMessage", ""))
     if text.startswith(ERROR_PREFIX):
         code, _, message = text[len(ERROR_PREFIX):].partition(":")
-        return code, message
+        return code.upper(), message
     return "P0001", text
 
 
@@ -174,14 +174,26 @@ _CAUSE_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)?\]")
 
 # A raise_error of ours inside a subquery Spark ran apart from the query (a scalar subquery).
 _WRAPPED_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] " + re.escape(ERROR_PREFIX)
-                             + r"([0-9A-Z]{5}):(.*?)(?: SQLSTATE: |\n|$)")
+                             + r"([0-9A-Za-z]{5}):(.*?)(?: SQLSTATE: |\n|$)")
+
+
+# Errors of _BY_CLASS whose PostgreSQL words need no message parameters; and the one whose
+# parameters the wrapped text spells out.
+_PLAIN_CLASSES = frozenset({"DIVIDE_BY_ZERO", "INTERVAL_DIVIDED_BY_ZERO", "ARITHMETIC_OVERFLOW"})
+_WRAPPED_CAST = re.compile(r'\[CAST_INVALID_INPUT\] The value (.*?) of the type "\w+" cannot be cast to '
+                           r'("\w+")')
 
 
 def _wrapped_cause(text: str) -> tuple[str, str] | None:
     raised = _WRAPPED_RAISED.search(text)
     if raised is not None:
         return raised.group(1).upper(), raised.group(2)
+    cast = _WRAPPED_CAST.search(text)
+    if cast is not None:
+        return _cast_invalid({"expression": cast.group(1), "targetType": cast.group(2)})
     for name in _CAUSE_CLASS.findall(text):
+        if name in _PLAIN_CLASSES:
+            return _BY_CLASS[name]({})
         if name in _BY_CAUSE:
             return _BY_CAUSE[name]
     return None

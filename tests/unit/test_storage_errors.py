@@ -71,3 +71,23 @@ def test_spark_s_recursion_limits_are_statement_too_complex(text, sqlstate, word
     # PostgreSQL has no such limit: Spark's is said plainly, not as XX000 "awaitResult"
     err = translate_spark_error(RuntimeError(text))
     assert (err.sqlstate, err.message) == (sqlstate, words)
+
+
+_AWAIT = ("An error occurred while calling o43.collectToPython.\n: org.apache.spark.SparkException: "
+          "Exception thrown in awaitResult:\nCaused by: org.apache.spark.SparkArithmeticException: ")
+
+
+@pytest.mark.parametrize(("cause", "sqlstate", "words"), [
+    # raised in a scalar subquery, which Spark runs apart from the query around it
+    ("[DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to tolerate divisor being 0. SQLSTATE: 22012",
+     "22012", "division by zero"),
+    (('[CAST_INVALID_INPUT] The value \'x\' of the type "STRING" cannot be cast to "INT" because it is malformed. '
+     "SQLSTATE: 22018"), "22P02", 'invalid input syntax for type integer: "x"'),
+    ("[USER_RAISED_EXCEPTION] sparkwire:42P01:relation \"gone\" does not exist SQLSTATE: P0001",
+     "42P01", 'relation "gone" does not exist'),
+    ("[USER_RAISED_EXCEPTION] sparkwire:2201f:cannot take square root of a negative number SQLSTATE: P0001",
+     "2201F", "cannot take square root of a negative number"),
+])
+def test_errors_wrapped_by_a_subquery_keep_postgresql_s_words(cause, sqlstate, words):
+    err = translate_spark_error(RuntimeError(_AWAIT + cause))
+    assert (err.sqlstate, err.message) == (sqlstate, words)
