@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.support import ServerProcess, free_port, jvm_env, metric, running_server
+from tests.support import ServerProcess, free_port, metric, running_server
 
 # The servers of the cluster and Connect modules leave a Kafka backlog of this many records
 # or more to Spark's tasks (--kafka-spark-reads), as check_backlog_read_by_spark needs.
@@ -67,7 +67,6 @@ class SparkDaemons:
         # interpreter: the test's own, which has pyarrow.
         return {
             **os.environ,
-            **jvm_env(),
             "SPARK_HOME": str(SPARK_HOME),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOCAL_DIRS": str(self.base / "local"),

@@ -25,17 +25,6 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The JVMs the tests start (the server's Spark driver, Spark daemons) compile with C1 only and
-# collect with one thread: each lives a minute or two, where C2's compiler threads cost more CPU
-# than they win back. Measured on 2 cores (one server, 600 queries): 169 CPU-seconds instead
-# of 207, half of it at start-up. It changes how fast, never what, Spark computes.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
-def jvm_env() -> dict[str, str]:
-    """The environment variable that gives every JVM started from it TEST_JVM_OPTIONS."""
-    return {"JAVA_TOOL_OPTIONS": TEST_JVM_OPTIONS}
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -65,7 +54,7 @@ class ServerProcess:
         return f"host=127.0.0.1 port={self.port} user=materialize dbname=materialize"
 
     def start(self, timeout: float = 120.0) -> ServerProcess:
-        env = {**os.environ, **jvm_env(), "PYTHONPATH": str(ROOT), **self.env}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [*self.prefix, sys.executable, "-m", "server", "serve", "--port", str(self.port),
