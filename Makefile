@@ -16,7 +16,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check server planner spark_backend tests bench
-	$(PY) -m pytest -q -p no:cacheprovider --durations=40 tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=40 tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server planner spark_backend tests bench
