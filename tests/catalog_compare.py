@@ -320,34 +320,63 @@ class Comparison:
 
 def compare(sparkwire: psycopg.Connection, postgres: psycopg.Connection,
             entries: list[tuple[str, list[str]]] | None = None) -> Comparison:
-    """Run every query on both servers and compare the answers."""
+    """Run every query on both servers and compare the answers.
+
+    PostgreSQL answers each query alone (it is quick); on sparkwire, the scalar calls
+    PostgreSQL answers with one value run many to a SELECT, compared with PostgreSQL's values
+    side by side, and a batch that differs is halved until the calls that differ stand alone.
+    Every other query (an error expected, rows of a table function, an aggregate) runs alone.
+    A batch is never taken as matching because both servers erred: one call's error would
+    hide the answers of the others."""
     result = Comparison(0, [], [])
+    calls: list[Call] = []
     for what, queries in entries if entries is not None else compared():
         result.queries += len(queries)
-        for batch in _batches(queries):
-            _compare_batch(sparkwire, postgres, what, batch, result)
+        calls += [Call(what, sql, _run(postgres, sql)) for sql in queries]
+    batchable = [c for c in calls if c.batchable]
+    for i in range(0, len(batchable), _BATCH):
+        _compare_batch(sparkwire, batchable[i:i + _BATCH], result)
+    for call in calls:
+        if not call.batchable:
+            _compare_one(sparkwire, call, result)
     return result
 
 
-def _compare_batch(sparkwire: psycopg.Connection, postgres: psycopg.Connection, what: str,
-                   batch: list[str], result: Comparison) -> None:
-    """Many scalar calls in one SELECT; a batch that differs is halved until the calls
-    that differ stand alone."""
-    if len(batch) > 1:
-        if same_answer(_run(postgres, _joined(batch)), _run(sparkwire, _joined(batch))):
-            return
-        half = len(batch) // 2
-        _compare_batch(sparkwire, postgres, what, batch[:half], result)
-        _compare_batch(sparkwire, postgres, what, batch[half:], result)
+@dataclass
+class Call:
+    what: str  # the signature called
+    sql: str
+    postgres: tuple  # PostgreSQL's answer to the query alone
+
+    @property
+    def batchable(self) -> bool:
+        """A scalar call PostgreSQL answered with one value."""
+        answer = self.postgres
+        return _scalar(self.sql) and answer[0] == "rows" and len(answer[1]) == 1 and len(answer[1][0]) == 1
+
+
+def _compare_batch(sparkwire: psycopg.Connection, batch: list[Call], result: Comparison) -> None:
+    if len(batch) == 1:
+        _compare_one(sparkwire, batch[0], result)
         return
-    sql = batch[0]
-    pg, sw = _run(postgres, sql), _run(sparkwire, sql)
-    if not same_answer(pg, sw):
-        why = known_gap(what, sql)
-        if why is None:
-            result.mismatches.append(Mismatch(what, sql, pg, sw))
-        else:
-            result.gaps.append((Mismatch(what, sql, pg, sw), why))
+    expected = ("rows", [tuple(c.postgres[1][0][0] for c in batch)])
+    if same_answer(expected, _run(sparkwire, _joined([c.sql for c in batch]))):
+        return
+    half = len(batch) // 2
+    _compare_batch(sparkwire, batch[:half], result)
+    _compare_batch(sparkwire, batch[half:], result)
+
+
+def _compare_one(sparkwire: psycopg.Connection, call: Call, result: Comparison) -> None:
+    sw = _run(sparkwire, call.sql)
+    if same_answer(call.postgres, sw):
+        return
+    mismatch = Mismatch(call.what, call.sql, call.postgres, sw)
+    why = known_gap(call.what, call.sql)
+    if why is None:
+        result.mismatches.append(mismatch)
+    else:
+        result.gaps.append((mismatch, why))
 
 
 _BATCH = 25
@@ -355,12 +384,6 @@ _BATCH = 25
 
 def _scalar(sql: str) -> bool:
     return sql.startswith("SELECT ") and " FROM " not in sql
-
-
-def _batches(queries: list[str]) -> list[list[str]]:
-    scalars = [q for q in queries if _scalar(q)]
-    others = [[q] for q in queries if not _scalar(q)]
-    return [scalars[i:i + _BATCH] for i in range(0, len(scalars), _BATCH)] + others
 
 
 def _joined(batch: list[str]) -> str:
