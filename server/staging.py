@@ -43,19 +43,19 @@ async def stage(session: StagingSession, updates: dict[str, pa.Table]) -> None:
             if error is not None:
                 raise error
         session.txn.updates.setdefault(cid, []).append(table)
-    await _check_references(session, updates)
+    await _check_references(session, [c for c, t in updates.items() if t.num_rows])
+
 
 async def check_staged_references(session: StagingSession) -> None:
     """Every foreign key the block's writes so far involve, now (SET CONSTRAINTS … IMMEDIATE)."""
-    if session.txn.updates:
-        await _check_references(session, {cid: writes.concat_updates(tables)
-                                          for cid, tables in session.txn.updates.items()})
+    await _check_references(session, list(session.txn.updates))
 
 
-async def _check_references(session: StagingSession, updates: dict[str, pa.Table]) -> None:
-    """FOREIGN KEY (not INITIALLY DEFERRED) at the statement, over the block's writes so far;
-    COMMIT checks again, all of them, against what others committed since."""
-    touched = foreign_keys.involved([c for c, t in updates.items() if t.num_rows], session.catalog.items)
+async def _check_references(session: StagingSession, written: list[str]) -> None:
+    """FOREIGN KEY (not deferred) at the statement, over the block's writes so far, for the
+    keys the collections `written` to are involved in; COMMIT checks again, all of them,
+    against what others committed since."""
+    touched = foreign_keys.involved(written, session.catalog.items)
     if not touched:
         return
     live = [c for c in touched if c in session.coord.catalog.items]

@@ -173,8 +173,7 @@ _CAUSE_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)?\]")
 
 
 # A raise_error of ours inside a subquery Spark ran apart from the query (a scalar subquery).
-_WRAPPED_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] " + re.escape(ERROR_PREFIX)
-                             + r"([0-9A-Za-z]{5}):(.*?)(?: SQLSTATE: |\n|$)")
+_WRAPPED_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (" + re.escape(ERROR_PREFIX) + r".*?)(?: SQLSTATE: |\n|$)")
 
 
 # Errors of _BY_CLASS whose PostgreSQL words need no message parameters; and the one whose
@@ -187,7 +186,7 @@ _WRAPPED_CAST = re.compile(r'\[CAST_INVALID_INPUT\] The value (.*?) of the type 
 def _wrapped_cause(text: str) -> tuple[str, str] | None:
     raised = _WRAPPED_RAISED.search(text)
     if raised is not None:
-        return raised.group(1).upper(), raised.group(2)
+        return _raised({"errorMessage": raised.group(1)})
     cast = _WRAPPED_CAST.search(text)
     if cast is not None:
         return _cast_invalid({"expression": cast.group(1), "targetType": cast.group(2)})
