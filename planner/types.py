@@ -53,6 +53,11 @@ _BASE = [
 ]
 
 BY_NAME: dict[str, PgType] = {t.name: t for t in _BASE}
+# A pseudo-type: the type of a row value (`ROW(1, 'x')`, a whole-row reference `t`), which no
+# column of a table may have. Its values reach the wire as record_out's text, computed in Spark
+# (planner.sql.spark_records), so it travels in the text format only.
+RECORD = PgType("record", 2249, -1, "STRING", 2287)
+PSEUDO_TYPES: dict[str, PgType] = {RECORD.name: RECORD}
 BY_OID: dict[int, PgType] = {t.oid: t for t in _BASE}
 
 # Other spellings of a type name → the name PostgreSQL displays.

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 from sqlglot import exp
 
-from planner.errors import UNDEFINED_TABLE, SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_TABLE, SqlError
 from planner.parser import parse_one
 from planner.spark_guard import spark_sql
 from planner.sql.spark_sql import Fixpoint
@@ -695,7 +695,12 @@ def _presentable(df):
     cols = []
     for i, f in enumerate(fields):
         col = F.col(f"__p{i}")
-        if isinstance(f.dataType, (T.StructType, T.MapType)):
+        if isinstance(f.dataType, T.StructType):
+            # a row value: PostgreSQL writes it as record_out does, which the front end covers
+            # (planner.sql.spark_records); here its fields' types are Spark's, not known
+            raise SqlError(FEATURE_NOT_SUPPORTED, "a row value in this query's result is not supported",
+                           hint="Select its fields as columns instead.")
+        if isinstance(f.dataType, T.MapType):
             col = F.to_json(col)
         elif isinstance(f.dataType, (T.YearMonthIntervalType, T.CalendarIntervalType, T.NullType)):
             col = col.cast("string")

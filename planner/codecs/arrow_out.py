@@ -431,3 +431,4 @@ for _name in BY_NAME:
         register(_name, TEXT, array=_array, encode_column=encode_text_arrow)
         if _name not in TEXT_ONLY:
             register(_name, BINARY, array=_array, encode_column=encode_binary_arrow)
+register("record", TEXT, encode_column=encode_text_arrow)

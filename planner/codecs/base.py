@@ -43,7 +43,8 @@ INT_RANGES = {
     "bigint": (-(2**63), 2**63 - 1),
 }
 STRING_TYPES = frozenset(
-    ("text", "character varying", "character", "name", "char", "json", "jsonb", "uuid", "interval")
+    ("text", "character varying", "character", "name", "char", "json", "jsonb", "uuid", "interval",
+     "record")  # a row value: record_out's text already (planner.sql.spark_records)
 )
 
 pack_i16 = struct.Struct(">h").pack

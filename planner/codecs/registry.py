@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
-from planner.types import BY_NAME, SqlType
+from planner.types import BY_NAME, PSEUDO_TYPES, SqlType
 
 TEXT = 0  # the wire's format codes
 BINARY = 1
@@ -58,7 +58,7 @@ TEXT_ONLY: frozenset[str] = frozenset()
 def register(type_name: str, fmt: int, *, array: bool = False, encode: Encode | None = None,
              decode: Decode | None = None, encode_column: EncodeColumn | None = None) -> None:
     """Set the functions given for the type (its array type with `array`) in format `fmt`."""
-    base = BY_NAME[type_name]
+    base = BY_NAME[type_name] if type_name in BY_NAME else PSEUDO_TYPES[type_name]
     oid = base.array_oid if array else base.oid
     table = CODECS[fmt]
     entry = table.get(oid)

@@ -19,7 +19,7 @@ import numpy as np
 
 from planner import pg_numeric
 from planner.codecs.base import DEC_CTX, US_PER_DAY, UTC, array_dims, element
-from planner.codecs.registry import CODECS, TEXT, register_types
+from planner.codecs.registry import CODECS, TEXT, register, register_types
 from planner.types import SqlType
 
 _TABLE = CODECS[TEXT]  # this direction's table, for the per-value entry point below
@@ -329,6 +329,10 @@ register_types(TEXT, array=_enc_array, encode={
     "timestamp without time zone": _enc_timestamp,
     "timestamp with time zone": _enc_timestamptz,
 })
+
+
+# A row value arrives as record_out's text (planner.sql.spark_records); it has no binary form here.
+register("record", TEXT, encode=enc_str)
 
 
 def encode_text(t: SqlType, value: Any) -> bytes:

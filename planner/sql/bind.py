@@ -25,7 +25,7 @@ from planner.sql import plan as p
 from planner.sql.bind_aggregates import AggregateBinding, not_an_aggregate
 from planner.sql.bind_aggregates import AggSlot as _AggSlot
 from planner.sql.bind_arrays import ArrayBinding
-from planner.sql.bind_records import RecordBinding
+from planner.sql.bind_records import RecordBinding, record_null_test
 from planner.sql.bind_recursive import RecursiveBinding
 from planner.sql.bind_table_functions import TableFunctionBinding
 from planner.sql.bind_windows import WindowBinding, window_definitions
@@ -684,13 +684,19 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
     def _in_list(self, n: dict, op: str, where: int | None) -> p.Expr:
         x = self.expr(n["lexpr"])
         items = [self.expr(e) for e in n["rexpr"]["List"]["items"]]
-        t = coerce.common_type([x.type] + [i.type for i in items], "IN")
-        tests = tuple(self._operator("=", [_coerce(x, t), _coerce(i, t)], where) for i in items)
+        if isinstance(x, p.Record):  # (a, b) IN ((1, 'x'), …): row comparisons, each typed on its own
+            tests = tuple(self._operator("=", [x, i], where) for i in items)
+        else:
+            t = coerce.common_type([x.type] + [i.type for i in items], "IN")
+            tests = tuple(self._operator("=", [_coerce(x, t), _coerce(i, t)], where) for i in items)
         any_ = tests[0] if len(tests) == 1 else p.BoolOp(p.BoolKind.OR, tests, coerce.BOOLEAN)
         return any_ if op == "=" else p.BoolOp(p.BoolKind.NOT, (any_,), coerce.BOOLEAN)
 
     def _distinct_from(self, a: p.Expr, b: p.Expr, distinct: bool, where: int | None) -> p.Expr:
-        """`a IS [NOT] DISTINCT FROM b`: equality where NULL equals NULL, never NULL itself."""
+        """`a IS [NOT] DISTINCT FROM b`: equality where NULL equals NULL, never NULL itself; of
+        two rows, field by field."""
+        if isinstance(a, p.Record) and isinstance(b, p.Record):
+            return self._rows_distinct(a, b, distinct, where)  # planner.sql.bind_records
         equal = self._operator("=", [a, b], where)
         both_null = p.BoolOp(p.BoolKind.AND, (p.IsNull(a, False, coerce.BOOLEAN),
                                                p.IsNull(b, False, coerce.BOOLEAN)), coerce.BOOLEAN)
@@ -698,6 +704,8 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
         return p.BoolOp(p.BoolKind.NOT, (same,), coerce.BOOLEAN) if distinct else same
 
     def _operator(self, name: str, args: list[p.Expr], where: int | None) -> p.Expr:
+        if len(args) == 2 and all(isinstance(a, p.Record) for a in args):
+            return self._row_compare(name, args[0], args[1], where)  # planner.sql.bind_records
         if any(isinstance(a, p.Record) for a in args):
             raise p.NotYet("operators on row values are not covered by this front end yet", position=where)
         overloads = operators.overloads(name)
@@ -723,7 +731,9 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
         return p.BoolOp(kind, args, coerce.BOOLEAN)
 
     def _null_test(self, n: dict) -> p.Expr:
-        return p.IsNull(self.expr(n["arg"]), n["nulltesttype"] == "IS_NOT_NULL", coerce.BOOLEAN)
+        arg, negated = self.expr(n["arg"]), n["nulltesttype"] == "IS_NOT_NULL"
+        return record_null_test(arg, negated, _pos(n)) if arg.type == coerce.RECORD else (  # bind_records
+            p.IsNull(arg, negated, coerce.BOOLEAN))
 
     def _boolean_test(self, n: dict) -> p.Expr:
         x = self._condition(n["arg"], n["booltesttype"].replace("_", " "))

@@ -49,6 +49,8 @@ class ArrayBinding:
             element = coerce.common_type(types, "ARRAY")
             element = coerce.common_typmod(element, [t for t in types if t != coerce.UNKNOWN])
             elements = [coerce.to_type(e, element) for e in elements]
+        if element == coerce.RECORD:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "arrays of row values are not supported", position=where)
         if element.base.name == "numeric" and element.typmod < 0:
             # Each element keeps the scale it was written with in PostgreSQL ({1.50,2});
             # sparkwire's numeric arrays have one scale

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.errors import (
+    DATATYPE_MISMATCH,
+    FEATURE_NOT_SUPPORTED,
+    SYNTAX_ERROR,
+    SqlError,
+)
 from planner.pg_parse import position as _pos
 from planner.sql import coerce
 from planner.sql import plan as p
@@ -22,13 +27,16 @@ from planner.sql.scope import ScopeColumn
 
 # The functions that take a row value as an argument.
 TAKERS = frozenset(("to_json", "row_to_json", "to_jsonb", "json_agg", "jsonb_agg", "json_build_object",
-                    "jsonb_build_object", "json_build_array", "jsonb_build_array"))
+                    "jsonb_build_object", "json_build_array", "jsonb_build_array",
+                    "concat", "concat_ws"))  # these two: its text (planner.sql.spark_records)
 
 
 class RecordBinding:
     """Whole-row references and ROW constructors of `planner.sql.bind.Binder`."""
 
     expr: Any  # Binder.expr: a parse node → a bound expression
+    _operator: Any  # Binder._operator: an operator's name and arguments → a bound call
+    _distinct_from: Any  # Binder._distinct_from
     _levels: list[Any]  # Binder._levels: each with its .scope
 
     def _whole_row(self, table: str, schema: str | None, n: dict) -> p.Record | None:
@@ -51,9 +59,79 @@ class RecordBinding:
     def _row_expr(self, n: dict) -> p.Record:
         """`ROW(a, b)` or `(a, b)`: fields f1, f2, … (an untyped literal is text, as in
         PostgreSQL's row of unknowns)."""
-        fields = tuple(coerce.to_type(e, coerce.TEXT) if e.type == coerce.UNKNOWN else e
-                       for e in (self.expr(a) for a in n.get("args") or ()))
-        return p.Record(fields, tuple(f"f{i + 1}" for i in range(len(fields))), coerce.RECORD)
+        raw = [self.expr(a) for a in n.get("args") or ()]
+        fields = tuple(coerce.to_type(e, coerce.TEXT) if e.type == coerce.UNKNOWN else e for e in raw)
+        untyped = tuple(i for i, e in enumerate(raw) if e.type == coerce.UNKNOWN and isinstance(e, p.Literal))
+        return p.Record(fields, tuple(f"f{i + 1}" for i in range(len(fields))), coerce.RECORD, untyped)
+
+    def _row_compare(self, name: str, left: p.Record, right: p.Record, where: int | None) -> p.Expr:
+        """`ROW(…) op ROW(…)` as PostgreSQL's make_row_comparison_op: `=` every pair equal, `<>`
+        any pair unequal, and `<`, `<=`, `>`, `>=` by the first pair that differs, NULL where
+        a pair with a NULL comes first."""
+        if len(left.fields) != len(right.fields):
+            raise SqlError(SYNTAX_ERROR, "unequal number of entries in row expressions", position=where)
+        pairs = list(zip(_compared(left), _compared(right), strict=True))
+        if not pairs:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "cannot compare rows of zero length", position=where)
+        if name not in _ROW_OPERATORS:  # what PostgreSQL says, from the first pair's operator
+            result = self._operator(name, list(pairs[0]), where).type
+            if result != coerce.BOOLEAN:
+                raise SqlError(DATATYPE_MISMATCH, "row comparison operator must yield type boolean, not type "
+                                                  f"{result.display()}", position=where)
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"could not determine interpretation of row comparison operator "
+                                               f"{name}", position=where,
+                           hint="Row comparison operators must be associated with btree operator families.")
+        if name in ("=", "<>"):
+            tests = tuple(self._operator(name, [a, b], where) for a, b in pairs)
+            kind = p.BoolKind.AND if name == "=" else p.BoolKind.OR
+            return tests[0] if len(tests) == 1 else p.BoolOp(kind, tests, coerce.BOOLEAN)
+        strict, other = name[0], "<" if name[0] == ">" else ">"
+        true, false, null = (p.Literal(v, coerce.BOOLEAN) for v in (True, False, None))
+        whens: list[tuple[p.Expr, p.Expr]] = []
+        for a, b in pairs:
+            either_null = p.BoolOp(p.BoolKind.OR, (p.IsNull(a, False, coerce.BOOLEAN),
+                                                   p.IsNull(b, False, coerce.BOOLEAN)), coerce.BOOLEAN)
+            whens += [(either_null, null), (self._operator(strict, [a, b], where), true),
+                      (self._operator(other, [a, b], where), false)]
+        return p.Case(tuple(whens), true if name.endswith("=") else false, coerce.BOOLEAN)
+
+    def _rows_distinct(self, left: p.Record, right: p.Record, distinct: bool, where: int | None) -> p.Expr:
+        """`ROW(…) IS [NOT] DISTINCT FROM ROW(…)`: any pair distinct (every pair not)."""
+        if len(left.fields) != len(right.fields):
+            raise SqlError(SYNTAX_ERROR, "unequal number of entries in row expressions", position=where)
+        tests = tuple(self._distinct_from(a, b, distinct, where)
+                      for a, b in zip(_compared(left), _compared(right), strict=True))
+        if not tests:
+            return p.Literal(not distinct, coerce.BOOLEAN)
+        kind = p.BoolKind.OR if distinct else p.BoolKind.AND
+        return tests[0] if len(tests) == 1 else p.BoolOp(kind, tests, coerce.BOOLEAN)
+
+
+_ROW_OPERATORS = frozenset(("=", "<>", "<", "<=", ">", ">="))
+
+
+def _compared(row: p.Record) -> list[p.Expr]:
+    """A row's fields as a comparison takes them: its string literals still of no type."""
+    return [p.Literal(f.value, coerce.UNKNOWN) if i in row.untyped and isinstance(f, p.Literal) else f
+            for i, f in enumerate(row.fields)]
+
+
+def record_null_test(row: p.Expr, negated: bool, where: int | None) -> p.Expr:
+    """`row IS [NOT] NULL`: whether every field is NULL (every field is not). A field that is
+    itself a row value is NULL only where it is one as a whole (as ExecEvalRowNullInt sees it).
+    A row value that came out of a subquery is its text here, whose fields are not known."""
+    if not isinstance(row, p.Record):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "IS NULL of a row value from a subquery is not supported",
+                       position=where, hint="Test its fields instead.")
+    tests: list[p.Expr] = []
+    for f in row.fields:
+        if isinstance(f, p.Record):
+            tests.append(p.Literal(negated, coerce.BOOLEAN))
+        else:  # a row value from a subquery too: its own NULL, or not
+            tests.append(p.IsNull(f, negated, coerce.BOOLEAN))
+    if not tests:  # ROW() has no field: every one of none is NULL, and not NULL
+        return p.Literal(True, coerce.BOOLEAN)
+    return tests[0] if len(tests) == 1 else p.BoolOp(p.BoolKind.AND, tuple(tests), coerce.BOOLEAN)
 
 
 def check_arguments(name: str, args: list[p.Expr], where: int | None) -> None:

@@ -17,6 +17,7 @@ from planner.errors import DATATYPE_MISMATCH, UNDEFINED_FUNCTION, SqlError
 from planner.functions import Function
 from planner.operators import Operator
 from planner.sql.plan import Cast, ColRef, Expr, Literal, Map, NotYet, Param, Project, Rel, columns
+from planner.types import RECORD as RECORD_TYPE
 from planner.types import PgType, SqlType, lookup
 
 AMBIGUOUS_FUNCTION = "42725"
@@ -26,7 +27,7 @@ UNKNOWN = SqlType(PgType("unknown", 705, -2, "STRING", 0))
 
 
 # A row value (`t` naming a FROM item, `ROW(1, 'x')`): PostgreSQL's pseudo-type `record`.
-RECORD = SqlType(PgType("record", 2249, -1, "STRING", 2287))
+RECORD = SqlType(RECORD_TYPE)
 
 
 def named(name: str) -> SqlType:
@@ -435,6 +436,10 @@ def typed_literal(e: Literal, target: SqlType) -> Literal:
     return Literal(decode_text(target, str(e.value).encode()), target)
 
 
+CANNOT_COERCE = "42846"
+_STRINGS = frozenset(("text", "character varying", "character", "name"))
+
+
 def explicit_cast(arg: Expr, target: SqlType) -> Expr:
     """`arg::target`."""
     if isinstance(arg, Literal) and arg.type == UNKNOWN:
@@ -443,6 +448,9 @@ def explicit_cast(arg: Expr, target: SqlType) -> Expr:
             # the input function alone (an assignment) would refuse it with 22001.
             arg = Literal(str(arg.value)[:target.max_length], arg.type)
         return typed_literal(arg, target)
+    if arg.type == RECORD and target != RECORD and (target.is_array or target.base.name not in _STRINGS):
+        # a row value casts to a string type only (by its output function)
+        raise SqlError(CANNOT_COERCE, f"cannot cast type record to {target.display()}")
     return Cast(arg, target) if arg.type != target else arg
 
 

@@ -3,6 +3,10 @@ whatever must compare or sort json values is PostgreSQL's 42883: ORDER BY, DISTI
 BY, UNION/INTERSECT/EXCEPT, PARTITION BY and ORDER BY in a window, count(DISTINCT …) and
 ORDER BY inside an aggregate. Spark would compare the text; PostgreSQL refuses, and so do we,
 over a bound plan (subquery plans included).
+
+A row value (`record`) has both in PostgreSQL, field by field; here it is its text
+(planner.sql.spark_records), which neither sorts nor compares as the fields do, so where one
+must, the statement is not covered by this front end (plan.NotYet).
 """
 
 from __future__ import annotations
@@ -37,5 +41,7 @@ def check(rel: p.Rel) -> None:
 
 def _no_json(types: list[SqlType], operator: str) -> None:
     for t in types:
+        if t.base.name == "record":
+            raise p.NotYet(f"{operator} of row values is not covered by this front end yet")
         if t.base.name == "json":
             raise SqlError(UNDEFINED_FUNCTION, f"could not identify an {operator} operator for type {t.display()}")

@@ -130,6 +130,9 @@ class Record:
     fields: tuple[Expr, ...]
     names: tuple[str, ...]
     type: SqlType
+    # Fields that were string literals of no type yet (ROW(1, 'x')): text here, but unknown to
+    # a row comparison, which types them from the other side ((d, n) > ('2020-01-01', 5)).
+    untyped: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,14 @@ from planner import (
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.functions import ORDERED_SET, Kind, Semantics
-from planner.sql import hoist, numeric_scale, spark_aggregates, spark_keys, spark_table_functions
+from planner.sql import (
+    hoist,
+    numeric_scale,
+    spark_aggregates,
+    spark_keys,
+    spark_records,
+    spark_table_functions,
+)
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
 from planner.translate import SESSION_FUNCTIONS, SessionContext
@@ -394,7 +401,9 @@ class _Generator:
         texts = []
         for a in args:
             value = self.scalar(a, cols)
-            if a.type.is_array or a.type.base.name not in ("boolean", "character"):
+            if a.type.base.name == "record":
+                texts.append(value)  # its text already
+            elif a.type.is_array or a.type.base.name not in ("boolean", "character"):
                 texts.append(self.scalar(p.Cast(arg=a, type=TEXT), cols))
             elif a.type.base.name == "boolean":
                 texts.append(_template("CASE WHEN {0} THEN 't' WHEN NOT {0} THEN 'f' END", [value]))
@@ -577,8 +586,8 @@ class _Generator:
                 return self._record(row, cols, False, self.scalar(pretty[0], cols) if pretty else None)
             case p.Call(func=f, args=(p.Literal(value=None), *_)) if f.name == "row_to_json":
                 return exp.Null()  # strict
-            case p.Record():
-                raise p.NotYet("a row value is not covered here by this front end yet")
+            case p.Record(fields=fields):  # anywhere else: its text, as record_out writes it
+                return spark_records.record_text(self._output_texts(fields, cols), next(self.lambdas))
             case p.Call(func=f, args=args) if f.name == "format" and f.variadic:
                 # each argument by its type's output function, as concat's
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])

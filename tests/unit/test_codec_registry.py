@@ -14,7 +14,7 @@ from planner.codecs.registry import BINARY, CODECS, TEXT, TEXT_ONLY, codec
 from planner.codecs.text_in import decode_text
 from planner.codecs.text_out import encode_text
 from planner.errors import SqlError
-from planner.types import BY_NAME, SqlType
+from planner.types import BY_NAME, RECORD, SqlType
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -32,10 +32,19 @@ def test_every_type_has_text_and_binary_codecs_or_is_text_only(name: str) -> Non
 
 def test_nothing_registered_but_our_types() -> None:
     oids = {o for t in BY_NAME.values() for o in (t.oid, t.array_oid)}
-    assert set(CODECS[TEXT]) == oids
+    assert set(CODECS[TEXT]) == oids | {RECORD.oid}  # a row value, as text only
     assert set(CODECS[BINARY]) == {o for t in BY_NAME.values() if t.name not in TEXT_ONLY
                                    for o in (t.oid, t.array_oid)}
     assert all((oid, fmt) == (c.oid, c.format) for fmt in (TEXT, BINARY) for oid, c in CODECS[fmt].items())
+
+
+def test_a_row_value_is_its_text_and_has_no_binary_form() -> None:
+    t = SqlType(RECORD)
+    assert encode_text(t, '(1,"a b")') == b'(1,"a b")'
+    assert codec(RECORD.oid, TEXT).encode_column(t, pa.array(['(1,)', None])).to_pylist() == [b"(1,)", None]
+    with pytest.raises(SqlError) as err:
+        codec(RECORD.oid, BINARY)
+    assert err.value.sqlstate == "0A000"
 
 
 def test_unknown_oid_is_an_error() -> None:

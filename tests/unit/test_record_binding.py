@@ -1,6 +1,7 @@
-"""Row values (planner/sql/bind_records.py): whole-row references and ROW(…) as arguments of
-the json and jsonb functions, bound and written as Spark SQL without Spark. The answers are
-compared with PostgreSQL 15 in tests/slt/own/records.test."""
+"""Row values (planner/sql/bind_records.py, spark_records.py): whole-row references and ROW(…)
+as arguments of the json and jsonb functions, as values in the select list, in row comparisons
+and IS NULL, bound and written as Spark SQL without Spark. The answers are compared with
+PostgreSQL 15 in tests/slt/own/records.test and own/row_values.test."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from planner import pg_parse
 from planner.errors import SqlError
-from planner.sql import bind, spark_sql
+from planner.sql import bind, json_checks, spark_sql
 from planner.sql import plan as p
 from planner.types import column_type
 
@@ -68,12 +69,69 @@ def test_the_row_of_an_outer_join_s_nullable_side_is_refused():
 
 @pytest.mark.parametrize("sql", [
     "SELECT upper(t) FROM t",  # a function that takes no row
-    "SELECT ROW(1, 2) = ROW(1, 2)",  # row comparisons: the older path's
-    "SELECT t FROM t",  # record output
+    "SELECT t FROM t ORDER BY t",  # ordering, grouping, DISTINCT: its text does not sort as its fields
+    "SELECT DISTINCT ROW(id) FROM t",
+    "SELECT ROW(1, 2) = (SELECT ROW(1, 2))",  # a row from a subquery: its text
 ])
 def test_a_row_anywhere_else_is_left_to_the_older_path(sql):
     with pytest.raises(p.NotYet):
+        rel = _bound(sql)
+        json_checks.check(rel)
         _spark(sql)
+
+
+def test_a_row_in_the_select_list_is_its_record_out_text():
+    rel = _bound("SELECT t FROM t")
+    assert [c.type.oid for c in p.columns(rel)] == [2249]
+    text = _spark("SELECT t FROM t")
+    # each field's output text, quoted where record_out quotes it, NULL as nothing
+    assert "ARRAY_JOIN(TRANSFORM(ARRAY(CAST(t0.c0 AS STRING), CAST(t0.c1 AS STRING))" in text
+    assert r"""RLIKE '[",()\\\\\\s]'""" in text
+    assert _spark("SELECT ROW()").endswith("'()' AS STRING) AS c0")
+
+
+def _where(sql: str) -> p.Expr:
+    rel = _bound(sql)
+    return next(n.predicate for n in p.nodes(rel) if isinstance(n, p.Filter))
+
+
+def test_row_equality_is_every_pair_equal_and_ordering_the_first_pair_that_differs():
+    equal = _where("SELECT 1 FROM t WHERE (id, name) = (1, 'x')")
+    assert isinstance(equal, p.BoolOp) and equal.kind is p.BoolKind.AND and len(equal.args) == 2
+    unequal = _where("SELECT 1 FROM t WHERE (id, name) <> (1, 'x')")
+    assert unequal.kind is p.BoolKind.OR
+    less = _where("SELECT 1 FROM t WHERE (id, name) < (1, 'x')")
+    assert isinstance(less, p.Case) and len(less.whens) == 6  # per pair: a NULL, <, >
+    assert less.default == p.Literal(False, less.type)
+    assert _where("SELECT 1 FROM t WHERE (id, name) <= (1, 'x')").default == p.Literal(True, less.type)
+
+
+def test_an_untyped_literal_in_a_row_takes_the_other_side_s_type():
+    less = _where("SELECT 1 FROM t WHERE (id, 'x') > (1, name)")
+    assert less.whens[4][0].args[0].type.base.name == "text"  # name > 'x': text > text
+    with pytest.raises(SqlError) as err:
+        _bound("SELECT ROW(1, 'x') = ROW(1, 1)")
+    assert err.value.sqlstate == "22P02"  # 'x' read as an integer, as PostgreSQL does
+
+
+@pytest.mark.parametrize(("sql", "state"), [
+    ("SELECT ROW(1, 2) = ROW(1)", "42601"),  # unequal number of entries in row expressions
+    ("SELECT ROW(1, 2) + ROW(1, 2)", "42804"),  # row comparison operator must yield type boolean
+    ("SELECT ROW('a') ~~ ROW('b')", "0A000"),  # could not determine interpretation of …
+    ("SELECT ROW(1)::integer", "42846"),  # cannot cast type record to integer
+    ("SELECT ARRAY[ROW(1)]", "0A000"),
+    ("SELECT (SELECT ROW(1)) IS NULL", "0A000"),  # its fields are not known here
+])
+def test_what_postgresql_refuses_of_rows(sql, state):
+    with pytest.raises(SqlError) as err:
+        _bound(sql)
+    assert err.value.sqlstate == state
+
+
+def test_a_row_is_null_when_every_field_is():
+    test = next(e for e in p.nodes(_bound("SELECT ROW(id, ROW(name)) IS NULL FROM t")) if isinstance(e, p.Map)).exprs[-1]
+    assert test == p.BoolOp(p.BoolKind.AND, (p.IsNull(p.ColRef(0, 0, test.args[0].arg.type), False, test.type),
+                                             p.Literal(False, test.type)), test.type)
 
 
 def test_an_unknown_name_is_still_an_unknown_column():
