@@ -691,7 +691,8 @@ _DEFINITIONS: list[tuple[str, str, str, Callable | None, str]] = [
      "constraint_name name"), lambda snap: [*system_keys.constraint_column_usage_rows(snap.tables),
                                  *system_foreign_keys.constraint_column_usage_rows(snap.tables)], "v"),
     ("information_schema", "check_constraints", ("constraint_catalog name, constraint_schema name, "
-     "constraint_name name, check_clause varchar"), None, "v"),
+     "constraint_name name, check_clause varchar"), lambda snap: system_keys.check_constraints_rows(snap.tables),
+     "v"),
     ("mz_internal", "mz_subscriptions", ("id text, session_id int4, cluster_id text, "
      "created_at timestamptz, referenced_object_ids text[], user_name text, sql text, "
      "output_mode text, rows_sent int8"), _subscriptions, "v"),

@@ -150,6 +150,30 @@ def table_constraints_rows(tables: list[Item]) -> Iterator[tuple]:
                None if key.primary else "YES")
     for table, check in checks(tables):
         yield DATABASE, "public", check.name, DATABASE, "public", table.name, "CHECK", "NO", "NO", "YES", None
+    for table, column in _not_null(tables):  # PostgreSQL 15 lists NOT NULL as a CHECK
+        yield (DATABASE, "public", _not_null_name(table, column), DATABASE, "public", table.name, "CHECK", "NO",
+               "NO", "YES", None)
+
+
+def check_constraints_rows(tables: list[Item]) -> Iterator[tuple]:
+    """information_schema.check_constraints: each CHECK as pg_get_constraintdef writes it
+    without `CHECK `, and each NOT NULL column as `c IS NOT NULL`, as PostgreSQL 15's view."""
+    for _table, check in checks(tables):
+        yield DATABASE, "public", check.name, f"(({check.sql}))"
+    for table, column in _not_null(tables):
+        yield DATABASE, "public", _not_null_name(table, column), f"{column} IS NOT NULL"
+
+
+def _not_null(tables: list[Item]) -> Iterator[tuple[Item, str]]:
+    for table in tables:
+        for column in table.columns:
+            if column.not_null:
+                yield table, column.name
+
+
+def _not_null_name(table: Item, column: str) -> str:
+    """PostgreSQL 15's name for a NOT NULL: `<schema oid>_<table oid>_<attnum>_not_null`."""
+    return f"{NAMESPACES['public']}_{table.oid}_{table.attnum(column)}_not_null"
 
 
 def key_column_usage_rows(tables: list[Item]) -> Iterator[tuple]:

@@ -182,6 +182,11 @@ SAME_AS_POSTGRES = [
     # A regclass prints as its relation's name; compared, it is an OID.
     ("SELECT 'cat_t'::regclass, 'cat_v'::regclass::text, c.oid::regclass AS r, c.oid::regclass::text = c.relname, "
     "'pg_class'::regclass FROM pg_class c WHERE c.oid = 'cat_u'::regclass"),
+    # NOT NULL as a CHECK, named <schema oid>_<table oid>_<attnum>_not_null (the OIDs differ)
+    ("SELECT regexp_replace(constraint_name, '^[0-9]+_[0-9]+_', ''), table_name, constraint_type, is_deferrable "
+    "FROM information_schema.table_constraints WHERE table_name LIKE 'cat%' ORDER BY 1"),
+    ("SELECT regexp_replace(constraint_name, '^[0-9]+_[0-9]+_', ''), check_clause "
+    "FROM information_schema.check_constraints WHERE constraint_schema = 'public' ORDER BY 1"),
 ]
 
 
