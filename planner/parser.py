@@ -282,8 +282,25 @@ def _create(s: Scanner) -> st.Statement:
 _CONSTRAINTS_OK = (exp.NotNullColumnConstraint, exp.DefaultColumnConstraint)
 
 
+def _foreign_keys_refused(text: str) -> None:
+    """PostgreSQL's grammar knows clauses sqlglot's does not (ON DELETE SET NULL (a)): where
+    PostgreSQL accepts the statement, what sparkwire does not support is refused by name
+    (0A000) rather than as a syntax error."""
+    try:
+        create = pg_parse.parse_one(text)
+    except SqlError:
+        return  # a syntax error to PostgreSQL too
+    if "CreateStmt" in create:
+        table_foreign_keys.table_foreign_keys(create["CreateStmt"])
+
+
 def _create_table(text: str) -> st.CreateTable:
-    tree = _sqlglot(table_sequences.without_identity(text))
+    try:
+        tree = _sqlglot(table_sequences.without_identity(text))
+    except SqlError as err:
+        if err.sqlstate == SYNTAX_ERROR:
+            _foreign_keys_refused(text)
+        raise
     if not isinstance(tree, exp.Create) or not isinstance(tree.this, exp.Schema):
         raise SqlError(SYNTAX_ERROR, "syntax error in CREATE TABLE")
     if tree.expression is not None:
@@ -291,10 +308,10 @@ def _create_table(text: str) -> st.CreateTable:
     name = table_name(tree.this.this)
     # Keys come from PostgreSQL's own parse tree; sqlglot's gives the columns.
     create = pg_parse.parse_one(text)
+    references = table_foreign_keys.table_foreign_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
     keys = table_keys.table_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
     checks = table_checks.table_checks(create["CreateStmt"], text) if "CreateStmt" in create else ()
     generated = table_sequences.column_sequences(text)
-    references = table_foreign_keys.table_foreign_keys(create["CreateStmt"]) if "CreateStmt" in create else ()
     columns = []
     seen = set()
     for cd in tree.this.expressions:
@@ -471,7 +488,8 @@ def _truncate(s: Scanner) -> st.Truncate:
         schema = rv.get("schemaname")
         names.append(table_name(exp.Table(this=exp.to_identifier(rv["relname"], quoted=True),
                                           db=exp.to_identifier(schema, quoted=True) if schema else None)))
-    return st.Truncate(tuple(dict.fromkeys(names)), bool(node["TruncateStmt"].get("restart_seqs")))
+    return st.Truncate(tuple(dict.fromkeys(names)), bool(node["TruncateStmt"].get("restart_seqs")),
+                       node["TruncateStmt"].get("behavior") == "DROP_CASCADE")
 
 
 # -- hand-parsed statements ---------------------------------------------------------

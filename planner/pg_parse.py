@@ -177,6 +177,16 @@ def integer_at(text: str, location: int) -> int | None:
     return (-1) ** m.group(1).count("-") * int(m.group(2))
 
 
+def with_integers(node: Node, text: str) -> Node:
+    """`node`, parsed from `text`, with each integer constant's value written into it (in
+    place), so that it can be bound as part of another statement, whose text is not the one
+    its zero and negative constants would be read from (integer_at)."""
+    for kind, fields in walk(node):
+        if kind == "A_Const" and fields.get("ival") == {}:
+            fields["ival"] = {"ival": integer_at(text, fields.get("location", -1)) or 0}
+    return node
+
+
 def names(items: list[Node] | None) -> list[str]:
     """A qualified name list (`[{"String": {"sval": "pg_catalog"}}, ...]`) as strings."""
     return [i["String"]["sval"] for i in items or () if "String" in i]

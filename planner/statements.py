@@ -149,11 +149,12 @@ class Delete(Statement):
 @dataclass(frozen=True)
 class Truncate(Statement):
     """TRUNCATE [TABLE] t, ...: every row of each table deleted, in one commit. RESTART
-    IDENTITY restarts the sequences the tables' columns own; CASCADE changes nothing here
-    (there are no foreign keys)."""
+    IDENTITY restarts the sequences the tables' columns own; CASCADE empties the tables
+    referring to them too."""
 
     tables: tuple[str, ...]
     restart_identity: bool = False
+    cascade: bool = False
 
 
 @dataclass(frozen=True)

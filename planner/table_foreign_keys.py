@@ -5,19 +5,38 @@ from PostgreSQL's parse tree.
 [(x, y)]` on the table both become a `ForeignKeySpec`. sparkwire enforces NO ACTION and
 RESTRICT (the row's referenced key must exist; a referenced key cannot go while rows refer to
 it), MATCH SIMPLE (a key with a NULL column refers to nothing), and DEFERRABLE INITIALLY
-DEFERRED (checked at COMMIT instead of at the statement). The actions that change other rows
-(CASCADE, SET NULL, SET DEFAULT) and MATCH FULL are refused by name.
+DEFERRED (checked at COMMIT instead of at the statement); ON DELETE and ON UPDATE CASCADE,
+SET NULL and SET DEFAULT change the referring rows (server.referential_actions). MATCH FULL
+and SET NULL (columns) are refused by name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node, names
 
-_ACTIONS = {"c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
-_KEPT = {"a", "r", None}  # NO ACTION, RESTRICT
+
+class Action(Enum):
+    """What removing or changing a referenced key does to the rows referring to it, by
+    pg_constraint's letter (confdeltype, confupdtype)."""
+
+    NO_ACTION = "a"
+    RESTRICT = "r"
+    CASCADE = "c"
+    SET_NULL = "n"
+    SET_DEFAULT = "d"
+
+    @property
+    def sql(self) -> str:
+        return self.name.replace("_", " ")
+
+    @property
+    def changes_rows(self) -> bool:
+        """CASCADE, SET NULL, SET DEFAULT; the other two refuse the change instead."""
+        return self not in (Action.NO_ACTION, Action.RESTRICT)
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,8 @@ class ForeignKeySpec:
     deferrable: bool = False
     deferred: bool = False  # INITIALLY DEFERRED: checked at COMMIT
     validate: bool = True  # False: NOT VALID (ALTER TABLE does not check the rows there are)
+    on_delete: Action = Action.NO_ACTION
+    on_update: Action = Action.NO_ACTION
 
 
 def table_foreign_keys(create: Node) -> tuple[ForeignKeySpec, ...]:
@@ -69,13 +90,9 @@ def _attributes(following: list[Node]) -> tuple[bool, bool]:
 
 
 def foreign_key_spec(c: Node, columns: tuple[str, ...], attributes: tuple[bool, bool] | None = None) -> ForeignKeySpec:
-    for field, what in (("fk_del_action", "ON DELETE"), ("fk_upd_action", "ON UPDATE")):
-        action = c.get(field)
-        if action not in _KEPT:
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"FOREIGN KEY ... {what} {_ACTIONS.get(action, action)} is not "
-                                                  "supported",
-                           hint="sparkwire enforces NO ACTION and RESTRICT: a referenced key cannot be removed "
-                                "while rows refer to it.")
+    if c.get("fk_del_set_cols"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "FOREIGN KEY ... ON DELETE SET NULL (columns) is not supported",
+                       hint="Without the column list, every referencing column is set.")
     if c.get("fk_matchtype") not in (None, "s"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "FOREIGN KEY ... MATCH FULL is not supported")
     table = c["pktable"]
@@ -83,4 +100,5 @@ def foreign_key_spec(c: Node, columns: tuple[str, ...], attributes: tuple[bool, 
         raise SqlError("3F000", f'schema "{table["schemaname"]}" does not exist')
     deferrable, deferred = attributes or (bool(c.get("deferrable")), bool(c.get("initdeferred")))
     return ForeignKeySpec(columns, table["relname"], tuple(names(c.get("pk_attrs"))), c.get("conname"),
-                          deferrable or deferred, deferred, not c.get("skip_validation", False))
+                          deferrable or deferred, deferred, not c.get("skip_validation", False),
+                          Action(c.get("fk_del_action") or "a"), Action(c.get("fk_upd_action") or "a"))

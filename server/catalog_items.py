@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.errors import SqlError
+from planner.table_foreign_keys import Action
 from planner.types import SqlType
 
 
@@ -105,7 +106,8 @@ class CheckDef:
 class ForeignKey:
     """A table's FOREIGN KEY: its columns refer to `ref_columns` of the table `table_id` (a
     PRIMARY KEY or UNIQUE set of it, in the order matching `columns`); `fk_id` gives the
-    constraint its OID. NO ACTION, MATCH SIMPLE; `deferred`: checked at COMMIT."""
+    constraint its OID. MATCH SIMPLE; `deferred`: checked at COMMIT; `on_delete` and
+    `on_update`: what removing or changing a referenced key does (server.referential_actions)."""
 
     name: str
     columns: tuple[str, ...]
@@ -115,16 +117,20 @@ class ForeignKey:
     deferrable: bool = False
     deferred: bool = False
     validated: bool = True  # False: added NOT VALID (the rows there were then not checked)
+    on_delete: Action = Action.NO_ACTION
+    on_update: Action = Action.NO_ACTION
 
     def to_json(self) -> dict:
         return {"name": self.name, "columns": list(self.columns), "table_id": self.table_id,
                 "ref_columns": list(self.ref_columns), "fk_id": self.fk_id, "deferrable": self.deferrable,
-                "deferred": self.deferred, "validated": self.validated}
+                "deferred": self.deferred, "validated": self.validated, "on_delete": self.on_delete.value,
+                "on_update": self.on_update.value}
 
     @classmethod
     def from_json(cls, d: dict) -> ForeignKey:
         return cls(d["name"], tuple(d["columns"]), d["table_id"], tuple(d["ref_columns"]), d["fk_id"],
-                   d.get("deferrable", False), d.get("deferred", False), d.get("validated", True))
+                   d.get("deferrable", False), d.get("deferred", False), d.get("validated", True),
+                   Action(d.get("on_delete", "a")), Action(d.get("on_update", "a")))
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def plan(catalog: Catalog, table: str, table_id: str, columns: tuple[Column, ...
         taken.add(name)
         own.add(name)
         out.append(ForeignKey(name, spec.columns, parent_id, tuple(refs), catalog.allocate_id(), spec.deferrable,
-                              spec.deferred, spec.validate))
+                              spec.deferred, spec.validate, spec.on_delete, spec.on_update))
     return tuple(out)
 
 
@@ -266,8 +266,23 @@ def drop_references(catalog: Catalog, ops: list[CatalogOp], cascade: bool,
     return [*(AlterItem(c) for c in changed.values()), *ops]
 
 
-def check_truncate(catalog: Catalog, tables: list[Item]) -> None:
-    """TRUNCATE of a table others refer to, without them: 0A000, as PostgreSQL."""
+def truncated(catalog: Catalog, tables: list[Item], cascade: bool, notices: list[tuple[str, str]]) -> list[Item]:
+    """The tables TRUNCATE empties: those named, and with CASCADE every table referring to
+    one of them, in turn (a NOTICE each, as PostgreSQL). Without CASCADE, a table others
+    refer to, without them, is 0A000."""
+    if not cascade:
+        _check_truncate(catalog, tables)
+        return tables
+    out = list(tables)
+    for table in out:  # grows as it goes
+        for child, _fk in referencing(catalog.items.values(), table.id):
+            if all(child.id != t.id for t in out):
+                notices.append(("NOTICE", f'truncate cascades to table "{child.name}"'))
+                out.append(child)
+    return out
+
+
+def _check_truncate(catalog: Catalog, tables: list[Item]) -> None:
     names = {t.id for t in tables}
     for table in tables:
         for child, _fk in referencing(catalog.items.values(), table.id):

@@ -133,19 +133,26 @@ def check_identity_value(column: Column, overriding: str | None) -> None:
                        hint="Use OVERRIDING SYSTEM VALUE to override.")
 
 
-def check_update(table: Item, assignments: Iterable[tuple[str, exp.Expression]]) -> None:
+def check_update(table: Item, assignments: Iterable[tuple[str, exp.Expression]]) -> tuple[int, ...]:
     """UPDATE of a column drawing from a sequence: 428C9 for a value given to a GENERATED
-    ALWAYS identity column; SET col = DEFAULT (a next value per row) is not supported."""
+    ALWAYS identity column. The positions of those set to DEFAULT: each row changed takes
+    its sequence's next value (fill_columns)."""
+    drawn = []
     for name, value in assignments:
         column = table.column(name)
         if column is None or not (column.identity or seq.sequence_in_default(column.default)):
             continue
-        if isinstance(value, (exp.Var, exp.Column)) and value.name.upper() == "DEFAULT":
-            raise SqlError(FEATURE_NOT_SUPPORTED, f'UPDATE ... SET "{name}" = DEFAULT is not supported for a column '
-                                                  "whose default is a sequence's next value")
-        if column.identity == ALWAYS:
+        if is_default(value):
+            drawn.append(table.column_names.index(name))
+        elif column.identity == ALWAYS:
             raise SqlError(GENERATED_ALWAYS, f'column "{name}" can only be updated to DEFAULT',
                            detail=f'Column "{name}" is an identity column defined as GENERATED ALWAYS.')
+    return tuple(drawn)
+
+
+def is_default(value: exp.Expression) -> bool:
+    """`DEFAULT` as an UPDATE's value, as sqlglot reads it."""
+    return isinstance(value, (exp.Var, exp.Column)) and value.name.upper() == "DEFAULT"
 
 
 @dataclass
@@ -323,7 +330,26 @@ async def fill_table(values: SequenceValues, table: Item, catalog: Catalog, rows
                      seen: Seen | None = None) -> pa.Table:
     """Spark's rows for `table` (a column per table column) with the columns an INSERT fills
     from sequences filled, in row order."""
-    for pos, sequence in generated(catalog, table, set(given), overriding).items():
+    return await _fill(values, rows, generated(catalog, table, set(given), overriding), txn, lock_held, seen)
+
+
+async def fill_columns(values: SequenceValues, table: Item, catalog: Catalog, rows: pa.Table,
+                       positions: Iterable[int], txn: Stager | None, lock_held: bool,
+                       seen: Seen | None = None) -> pa.Table:
+    """`rows` (a column per table column) with the serial or identity columns at
+    `positions` given their sequences' next values, in row order: UPDATE … SET c = DEFAULT."""
+    sequences = {}
+    for pos in positions:
+        sequence = column_sequence(catalog, table, table.columns[pos])
+        if sequence is None:
+            raise SqlError("42P01", f'relation "{seq.sequence_in_default(table.columns[pos].default)}" does not exist')
+        sequences[pos] = sequence
+    return await _fill(values, rows, sequences, txn, lock_held, seen)
+
+
+async def _fill(values: SequenceValues, rows: pa.Table, sequences: dict[int, Item], txn: Stager | None,
+                lock_held: bool, seen: Seen | None) -> pa.Table:
+    for pos, sequence in sequences.items():
         taken = await values.take(sequence, rows.num_rows, txn, lock_held)
         if seen is not None:
             seen.record(sequence, taken)

@@ -54,6 +54,7 @@ from server import (
     metrics,
     on_conflict,
     prepared,
+    referential_actions,
     returning,
     roles,
     sequence_calls,
@@ -457,9 +458,11 @@ class Session:
         return result.table
 
     async def _change(self, item: Item, stmt: st.Update | st.Delete, select: exp.Expression, params, ptypes,
-                      with_new: bool, returns: returning.Returning) -> tuple[int, pa.Table, returning.Computed | None]:
+                      with_new: bool, returns: returning.Returning,
+                      drawn: tuple[int, ...] = ()) -> tuple[int, pa.Table, returning.Computed | None]:
         """The rows changed, the rows RETURNING reads (the new ones for UPDATE, the old ones
-        for DELETE), and what a RETURNING query computed of them before they were staged."""
+        for DELETE), and what a RETURNING query computed of them before they were staged;
+        `drawn`: columns set to DEFAULT that take their sequences' next values."""
         count = 0
         returned: list = []
 
@@ -477,22 +480,29 @@ class Session:
             k = len(item.columns)
             old = writes.arrow_to_updates(item, result.table.select(list(range(k))), -1, check=False)
             parts = [old]
+            new = result.table.select(list(range(k, 2 * k))) if with_new else None
+            if drawn:
+                new = await sequences.fill_columns(self.coord.sequence_values, item, self.catalog, new, drawn, self.txn,
+                                                   lock_held=True, seen=self.sequences_seen)
             if with_new:
-                parts.append(writes.arrow_to_updates(item, result.table.select(list(range(k, 2 * k))), +1))
+                parts.append(writes.arrow_to_updates(item, new, +1))
             returned[:] = [parts[-1], await returning.compute(self, item, stmt, parts[-1], returns, params, ptypes)]
             updates = writes.concat_updates(parts)
             count = result.table.num_rows
-            await self._stage({item.id: updates})
-            return {item.id: updates}
+            change = referential_actions.RowChange(item, result.table.select(list(range(k))), new)
+            written = await referential_actions.apply(self, change, {item.id: updates})  # with what FKs' actions do
+            await self._stage(written)
+            return written
 
         await self._with_write_lock(work)
         return count, returned[0], returned[1]
 
     async def _update(self, stmt: st.Update, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "update")
-        sequences.check_update(item, stmt.assignments)
+        drawn = sequences.check_update(item, stmt.assignments)
         returns = returning.plan(item, stmt, "UPDATE")
-        count, rows, shown = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True, returns)
+        count, rows, shown = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True,
+                                                returns, drawn)
         return returning.outcome(f"UPDATE {count}", item, rows, returns, shown)
 
     async def _delete(self, stmt: st.Delete, params, ptypes) -> Outcome:
@@ -504,8 +514,9 @@ class Session:
 
     async def _truncate(self, stmt: st.Truncate, params, ptypes) -> Outcome:
         """Every row of each table deleted, all in one commit (every table is checked first)."""
-        items = [self._writable(name, "truncate") for name in stmt.tables]
-        foreign_keys.check_truncate(self.catalog, items)
+        notices: list[tuple[str, str]] = []
+        items = foreign_keys.truncated(self.catalog, [self._writable(name, "truncate") for name in stmt.tables],
+                                       stmt.cascade, notices)
 
         async def work() -> dict[str, pa.Table]:
             out: dict[str, pa.Table] = {}
@@ -521,7 +532,7 @@ class Session:
         await self._with_write_lock(work)
         if stmt.restart_identity:
             await sequence_ddl.restart_owned(self, items, lock_held=self._holds_write_lock())
-        return CommandDone("TRUNCATE TABLE")
+        return CommandDone("TRUNCATE TABLE", notices=notices)
 
     # -- DDL -----------------------------------------------------------------------
     # `coord`, `server_sources` and these two are the StatementContext (server.statement_context)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from planner.pg_compat import NAMESPACES
+from planner.table_foreign_keys import Action
 from server.catalog import FIRST_USER_OID
 from server.catalog_items import ForeignKey, IndexDef, Item, UniqueKey
 from server.system_keys import CONSTRAINT_OID_OFFSET, DATABASE, quote_ident
@@ -34,6 +35,10 @@ def definition(fk: ForeignKey, parent: Item) -> str:
     """pg_get_constraintdef: `FOREIGN KEY (pid) REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED`."""
     text = (f"FOREIGN KEY ({', '.join(quote_ident(c) for c in fk.columns)}) REFERENCES "
             f"{quote_ident(parent.name)}({', '.join(quote_ident(c) for c in fk.ref_columns)})")
+    if fk.on_update is not Action.NO_ACTION:  # ruleutils writes ON UPDATE first
+        text += f" ON UPDATE {fk.on_update.sql}"
+    if fk.on_delete is not Action.NO_ACTION:
+        text += f" ON DELETE {fk.on_delete.sql}"
     if fk.deferrable:
         text += " DEFERRABLE"
     if fk.deferred:
@@ -47,7 +52,8 @@ def pg_constraint_rows(tables: list[Item]) -> Iterator[tuple]:
     for child, fk, parent, key in _references(tables):
         index = key.index_id
         yield (constraint_oid(fk), fk.name, NAMESPACES["public"], "f", fk.deferrable, fk.deferred, fk.validated,
-               child.oid, 0, FIRST_USER_OID + int(index[1:]), 0, parent.oid, "a", "a", "s", True, 0, True,
+               child.oid, 0, FIRST_USER_OID + int(index[1:]), 0, parent.oid, fk.on_update.value, fk.on_delete.value,
+               "s", True, 0, True,
                [child.attnum(c) for c in fk.columns], [parent.attnum(c) for c in fk.ref_columns],
                None, None, None, None, None, None)
 
@@ -72,7 +78,8 @@ def key_column_usage_rows(tables: list[Item]) -> Iterator[tuple]:
 
 def referential_constraints_rows(tables: list[Item]) -> Iterator[tuple]:
     for _child, fk, _parent, key in _references(tables):
-        yield DATABASE, "public", fk.name, DATABASE, "public", key.name, "NONE", "NO ACTION", "NO ACTION"
+        yield (DATABASE, "public", fk.name, DATABASE, "public", key.name, "NONE", fk.on_update.sql,
+               fk.on_delete.sql)
 
 
 def constraint_column_usage_rows(tables: list[Item]) -> Iterator[tuple]:

@@ -40,7 +40,7 @@ from planner.translate import SessionContext
 from planner.types import SqlType
 from server.catalog_items import Column, Item
 from server.coordinator import Coordinator, Overlay
-from server.sequences import NEXTVAL, NextValue, check_identity_value
+from server.sequences import NEXTVAL, NextValue, check_identity_value, is_default
 from spark_backend.schema import DIFF, TS, arrow_type, physical, storage_arrow_schema
 
 
@@ -431,6 +431,11 @@ def update_select(item: Item, stmt: st.Update) -> exp.Select:
     old = [exp.alias_(exp.column(n, quoted=True), f"__old{i}") for i, n in enumerate(names)]
     for i, n in enumerate(names):
         value, t = assigned.get(n), item.columns[i].type
+        if value is not None and is_default(value):  # a serial's next value is drawn later (fill_columns)
+            column = item.columns[i]
+            value = assigned[n] = (exp.column(n, quoted=True) if from_sequence(column) else exp.Null()
+                                   if column.default is None else parse_one(f"SELECT {column.default}").statement.ast
+                                   .expressions[0])
         if isinstance(value, exp.Literal) and value.is_string and parsed_in_python(t):
             assigned[n] = literal(decode_text(t, value.this.encode()), t)
     new = [exp.alias_(exp.Cast(this=assigned[n].copy(), to=exp.DataType.build(item.columns[i].type.spark, dialect="spark"))

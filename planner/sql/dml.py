@@ -128,10 +128,16 @@ def _value(node: Node, target: Target, bind_value: Callable[[Node], p.Expr]) -> 
         raise SqlError(FEATURE_NOT_SUPPORTED, f'DEFAULT for column "{target.name}" among VALUES computed by Spark '
                        "is not supported", hint=f'Leave "{target.name}" out of the column list to take its '
                        "sequence's next value.", position=leftmost_position(node))
+    return bind_value(_default(target))
+
+
+def _default(target: Target) -> Node:
+    """The column's DEFAULT expression as a parse node (NULL without one)."""
     if target.default is None:
-        return p.Literal(None, coerce.UNKNOWN)
-    default = pg_parse.parse_one(f"SELECT {target.default}")
-    return bind_value(default["SelectStmt"]["targetList"][0]["ResTarget"]["val"])
+        return {"A_Const": {"isnull": True}}
+    text = f"SELECT {target.default}"
+    default = pg_parse.with_integers(pg_parse.parse_one(text), text)
+    return default["SelectStmt"]["targetList"][0]["ResTarget"]["val"]
 
 
 def assigned(e: p.Expr, target: Target, position: int | None = None) -> p.Expr:
@@ -212,7 +218,12 @@ def update_select(stmt: Node, table: str, columns: Sequence[Target]) -> Node | N
         if res["name"] not in by_name:
             raise SqlError(UNDEFINED_COLUMN, f'column "{res["name"]}" of relation "{table}" does not exist',
                            position=res.get("location", -1) + 1 or None)
-        assigned[res["name"]] = res["val"]
+        target, value = by_name[res["name"]], res["val"]
+        if node_type(value) == "SetToDefault":
+            # a serial or identity column: its old value here, each row's next value drawn
+            # when the rows are known (server.sequences.fill_columns)
+            value = _column(name, target.name) if target.from_sequence else _default(target)
+        assigned[res["name"]] = value
     old = [_column(name, c.name) for c in columns]
     new = [assigned.get(c.name) or _column(name, c.name) for c in columns]
     return _select(old + new, [{"RangeVar": relation}, *up.get("fromClause", [])], up.get("whereClause"))

@@ -155,3 +155,19 @@ def test_returning_names_what_the_table_has():
     with pytest.raises(SqlError) as err:
         bound_query.plan_returning(sql, "t", CATALOG, resolver_for(CATALOG))
     assert (err.value.sqlstate, err.value.position) == ("42703", sql.index("nosuch") + 1)
+
+
+def test_update_set_default_is_the_column_s_default_with_its_own_constants():
+    targets = [dml.Target("a", column_type("integer"), default="-7"), dml.Target("b", column_type("text")),
+               dml.Target("c", column_type("numeric", (8, 2)), default="0")]
+    b = write("UPDATE t SET a = DEFAULT, b = DEFAULT, c = DEFAULT WHERE a = 1234567", targets)
+    # -7 and 0 are read from the default's text, not from the statement's at the same place
+    assert "-7" in b.spark_sql and "1234567" in b.spark_sql and "1234567 AS" not in b.spark_sql
+    assert "CAST(NULL AS STRING)" in b.spark_sql  # b has no default
+
+
+def test_a_parse_tree_spliced_into_another_statement_carries_its_integers():
+    text = "SELECT -7, 0, 5, -(-3)"
+    consts = [v["ResTarget"]["val"]["A_Const"]["ival"]
+              for v in pg_parse.with_integers(pg_parse.parse_one(text), text)["SelectStmt"]["targetList"]]
+    assert consts == [{"ival": -7}, {"ival": 0}, {"ival": 5}, {"ival": 3}]

@@ -9,10 +9,11 @@ import pytest
 
 from planner.errors import SqlError
 from planner.parser import parse_statement
+from planner.table_foreign_keys import Action
 from planner.types import column_type
-from server import foreign_keys
+from server import foreign_keys, referential_actions, system_foreign_keys
 from server.catalog import Catalog
-from server.catalog_items import Column, Item, UniqueKey
+from server.catalog_items import Column, ForeignKey, Item, UniqueKey
 from server.transaction import ConstraintModes
 from server.unique_keys import UniqueKeys
 from spark_backend.schema import storage_arrow_schema
@@ -75,14 +76,62 @@ def test_bad_references_are_postgresqls_errors(sql, state, message):
     assert (err.value.sqlstate, err.value.message) == (state, message)
 
 
-@pytest.mark.parametrize("sql, fragment", [
-    ("CREATE TABLE d (q int REFERENCES p ON DELETE CASCADE)", "ON DELETE CASCADE"),
-    ("CREATE TABLE d (q int REFERENCES p ON UPDATE SET NULL)", "ON UPDATE SET NULL"),
+@pytest.mark.parametrize("sql, on_delete, on_update", [
+    ("CREATE TABLE d (q int REFERENCES p ON DELETE CASCADE)", Action.CASCADE, Action.NO_ACTION),
+    ("CREATE TABLE d (q int REFERENCES p ON UPDATE SET NULL ON DELETE SET DEFAULT)", Action.SET_DEFAULT,
+     Action.SET_NULL),
+    ("CREATE TABLE d (q int, FOREIGN KEY (q) REFERENCES p ON DELETE RESTRICT ON UPDATE CASCADE)", Action.RESTRICT,
+     Action.CASCADE),
+    ("CREATE TABLE d (q int REFERENCES p)", Action.NO_ACTION, Action.NO_ACTION),
 ])
-def test_actions_that_change_other_rows_are_refused(sql, fragment):
+def test_actions_are_read_kept_and_written_back(sql, on_delete, on_update):
+    stmt = parse_statement(sql)
+    (spec,) = stmt.foreign_keys
+    assert (spec.on_delete, spec.on_update) == (on_delete, on_update)
+    (fk,) = foreign_keys.plan(_catalog(), "d", "u9", (Column("q", INT),), (), stmt.foreign_keys)
+    assert ForeignKey.from_json(fk.to_json()) == fk
+    shown = system_foreign_keys.definition(fk, _catalog().get("p"))
+    words = [f"ON UPDATE {on_update.sql}"] if on_update is not Action.NO_ACTION else []
+    words += [f"ON DELETE {on_delete.sql}"] if on_delete is not Action.NO_ACTION else []
+    assert shown == " ".join(["FOREIGN KEY (q) REFERENCES p(id)", *words])  # ruleutils' order
+
+
+def test_a_catalog_written_before_actions_reads_as_no_action():
+    old = {"name": "c_pid_fkey", "columns": ["pid"], "table_id": "u1", "ref_columns": ["id"], "fk_id": "u4"}
+    fk = ForeignKey.from_json(old)
+    assert (fk.on_delete, fk.on_update) == (Action.NO_ACTION, Action.NO_ACTION)
+
+
+def test_set_null_with_columns_and_match_full_are_refused():
+    for sql in ("CREATE TABLE d (q int REFERENCES p ON DELETE SET NULL (q))",
+                "CREATE TABLE d (q int REFERENCES p MATCH FULL)"):
+        with pytest.raises(SqlError) as err:
+            parse_statement(sql)
+        assert err.value.sqlstate == "0A000"
+
+
+def test_the_keys_a_change_removes_and_what_they_become():
+    p = _catalog().get("p")
+    (fk,) = _catalog().get("c").foreign_keys
+
+    def rows(*values):
+        return pa.table({"id": pa.array([v[0] for v in values], pa.int32()), "name": [v[1] for v in values]})
+
+    deleted = referential_actions.RowChange(p, rows((1, "a"), (None, "n")))
+    assert referential_actions._changed_keys(deleted, fk) == {(1,): None}  # a NULL key refers to nothing
+    updated = referential_actions.RowChange(p, rows((1, "a"), (2, "b"), (3, "c")), rows((1, "z"), (5, "b"), (2, "c")))
+    # 1 kept its key; 2 became 5 but row 3 now holds 2, so 2 is not gone; 3 became 2
+    assert referential_actions._changed_keys(updated, fk) == {(3,): (2,)}
+
+
+def test_truncate_cascade_takes_the_referring_tables_with_a_notice():
+    catalog = _catalog()
+    notices: list[tuple[str, str]] = []
     with pytest.raises(SqlError) as err:
-        parse_statement(sql)
-    assert err.value.sqlstate == "0A000" and fragment in err.value.message
+        foreign_keys.truncated(catalog, [catalog.get("p")], False, notices)
+    assert err.value.sqlstate == "0A000"
+    names = [t.name for t in foreign_keys.truncated(catalog, [catalog.get("p")], True, notices)]
+    assert names == ["p", "c"] and notices == [("NOTICE", 'truncate cascades to table "c"')]
 
 
 def test_a_child_row_needs_its_parent_key_present_or_written_with_it():

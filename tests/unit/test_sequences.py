@@ -223,3 +223,18 @@ def test_sequence_calls_with_computed_arguments_become_a_query_of_the_arguments(
     for refused in ("SELECT nextval('s') + 1 FROM t", "SELECT setval('s', nextval('s')) FROM t", "SELECT 1 FROM t",
                     "INSERT INTO t VALUES (nextval('s'))"):
         assert computed_form(Catalog(), refused) is None, refused
+
+
+def test_update_set_default_of_a_serial_or_identity_column_draws_per_row():
+    from planner.types import column_type
+    from server import sequences
+    from server.catalog_items import Column, Item
+
+    integer = column_type("integer")
+    table = Item("u1", "t", "table", (Column("id", integer, True, "nextval('t_id_seq'::regclass)"),
+                                      Column("g", integer, identity="always"), Column("v", integer)), 0)
+    stmt = parse_statement("UPDATE t SET v = DEFAULT, id = DEFAULT, g = DEFAULT")
+    assert sequences.check_update(table, stmt.assignments) == (0, 1)  # v has no sequence: its default
+    with pytest.raises(SqlError) as err:
+        sequences.check_update(table, parse_statement("UPDATE t SET g = 5").assignments)
+    assert err.value.sqlstate == "428C9"
