@@ -28,6 +28,7 @@ from planner.pg_parse import Node
 from planner.table_checks import CheckSpec, check_spec
 from planner.table_foreign_keys import ForeignKeySpec, foreign_key_spec
 from planner.table_keys import KeySpec
+from planner.table_sequences import ALWAYS, BY_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,33 @@ class AddIdentity:
 
 
 @dataclass(frozen=True)
+class SetIdentity:
+    """ALTER COLUMN c SET GENERATED { ALWAYS | BY DEFAULT }: the identity's kind
+    (table_sequences.ALWAYS or BY_DEFAULT; None: as it is). `options`: the sequence options
+    PostgreSQL also takes there (RESTART, INCREMENT BY, …), refused by name once the column
+    is known to be an identity column: ALTER SEQUENCE changes them."""
+
+    column: str
+    generated: str | None
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DropIdentity:
+    """ALTER COLUMN c DROP IDENTITY [IF EXISTS]: the column stops drawing from its sequence,
+    which goes with it."""
+
+    column: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
 class AddForeignKey:
     spec: ForeignKeySpec
 
 
 Action = (AddColumn | DropColumn | SetDefault | SetNotNull | AddKey | AddCheck | DropConstraint | AddIdentity
-          | AddForeignKey)
+          | SetIdentity | DropIdentity | AddForeignKey)
 
 
 @dataclass(frozen=True)
@@ -123,8 +145,6 @@ _REFUSED = {
     "AT_SetOptions": "ALTER COLUMN ... SET (options)",
     "AT_ResetOptions": "ALTER COLUMN ... RESET (options)",
     "AT_AddIdentity": "ALTER COLUMN ... ADD GENERATED AS IDENTITY",
-    "AT_SetIdentity": "ALTER COLUMN ... SET GENERATED",
-    "AT_DropIdentity": "ALTER COLUMN ... DROP IDENTITY",
     "AT_DropExpression": "ALTER COLUMN ... DROP EXPRESSION",
     "AT_AlterConstraint": "ALTER CONSTRAINT",
     "AT_ValidateConstraint": "VALIDATE CONSTRAINT",
@@ -192,6 +212,17 @@ def parse_alter(text: str, read_table: ColumnReader, read_expression: Expression
     return AlterTable(_relation(stmt["relation"], name_of), tuple(actions), bool(stmt.get("missing_ok")))
 
 
+def _set_identity(cmd: Node) -> SetIdentity:
+    generated, options = None, []
+    for item in cmd["def"]["List"]["items"]:
+        d = item["DefElem"]
+        if d["defname"] == "generated":
+            generated = ALWAYS if d["arg"]["Integer"]["ival"] == ord("a") else BY_DEFAULT
+        else:
+            options.append(d["defname"].upper())
+    return SetIdentity(cmd["name"], generated, tuple(options))
+
+
 def _relation(relation: Node, name_of: NameReader) -> str:
     return name_of(relation.get("schemaname"), relation["relname"])
 
@@ -229,6 +260,10 @@ def _action(cmd: Node, obj, text: str, read_table: ColumnReader, read_expression
             return [DropConstraint(cmd["name"], bool(cmd.get("missing_ok")), cascade)]
         case "AT_AddIdentity":
             return [AddIdentity(cmd["name"], obj.def_)]
+        case "AT_DropIdentity":
+            return [DropIdentity(cmd["name"], bool(cmd.get("missing_ok")))]
+        case "AT_SetIdentity":
+            return [_set_identity(cmd)]
     what = _REFUSED.get(subtype, subtype.removeprefix("AT_"))
     raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER TABLE ... {what} is not supported", hint=_HINT)
 

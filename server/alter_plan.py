@@ -49,6 +49,7 @@ class AlterPlan:
     notices: list[tuple[str, str]] = field(default_factory=list)
     validate: list[str] = field(default_factory=list)  # the CHECKs added, to check against the rows
     created: list[Item] = field(default_factory=list)  # sequences made for identity columns
+    dropped: list[Item] = field(default_factory=list)  # sequences of identity columns that stop being one
 
 
 def plan_alter(catalog: Catalog, table: Item, actions: tuple[alt.Action, ...]) -> AlterPlan:
@@ -70,6 +71,7 @@ class _Work:
         self.notices: list[tuple[str, str]] = []
         self.validate: list[str] = []  # checks added, to be checked against the rows
         self.created: list[Item] = []  # sequences for identity columns
+        self.dropped: list[Item] = []  # DROP IDENTITY: their sequences
         self.max_attnum = max([*table.attnums(), table.details.get(MAX_ATTNUM, 0)])
 
     # -- helpers ------------------------------------------------------------------------
@@ -108,6 +110,21 @@ class _Work:
                     self.table.foreign_keys))
             case alt.AddIdentity(name, constraint):
                 self._add_identity(self._position(name), constraint)
+            case alt.SetIdentity(name, generated, options):
+                pos = self._identity(name, False)
+                if options:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER TABLE ... ALTER COLUMN ... SET {options[0]} is not "
+                                                          "supported", hint="ALTER SEQUENCE on the column's sequence "
+                                                                            "changes its options.")
+                if generated is not None:
+                    self._set_column(pos, dataclasses.replace(self.table.columns[pos], identity=generated))
+            case alt.DropIdentity(name, if_exists):
+                pos = self._identity(name, if_exists)
+                if pos is not None:
+                    column = self.table.columns[pos]
+                    sequence = sequences.column_sequence(self.catalog, self.old, column)
+                    self.dropped += [sequence] if sequence is not None else []
+                    self._set_column(pos, dataclasses.replace(column, identity=None))
             case alt.SetNotNull(name, not_null):
                 pos = self._position(name)
                 if not not_null and any(k.primary and name in k.columns for k in self.table.keys):
@@ -143,6 +160,18 @@ class _Work:
                         col.default.sql("postgres") if col.default is not None else None, self.max_attnum)
         self.table = dataclasses.replace(self.table, columns=(*self.table.columns, column))
         self.sources.append(NewColumn(col.default))
+
+    def _identity(self, name: str, if_not: bool) -> int | None:
+        """The position of identity column `name`; 55000 for another column (with `if_not`,
+        a NOTICE and None)."""
+        pos = self._position(name)
+        if self.table.columns[pos].identity is not None:
+            return pos
+        message = f'column "{name}" of relation "{self.table.name}" is not an identity column'
+        if not if_not:
+            raise SqlError("55000", message)
+        self.notices.append(("NOTICE", f"{message}, skipping"))
+        return None
 
     def _add_identity(self, pos: int, constraint: object) -> None:
         """ALTER COLUMN … ADD GENERATED … AS IDENTITY: the column draws from a new sequence it
@@ -299,4 +328,5 @@ class _Work:
                     cols = ", ".join('"' + c.name.replace('"', '""') + '"' for c in view.columns)
                     pinned.append(dataclasses.replace(view, sql=f"SELECT {cols} FROM ({view.sql}) AS __view"))
         return AlterPlan(table, self.sources, rewrite, list(self.dropped_views.values()), pinned, self.notices,
-                         [n for n in self.validate if any(c.name == n for c in table.checks)], self.created)
+                         [n for n in self.validate if any(c.name == n for c in table.checks)], self.created,
+                         self.dropped)

@@ -123,6 +123,7 @@ def _table(catalog: Catalog, name: str, if_exists: bool, notices: list) -> Item 
 def _ops(planned: AlterPlan, catalog: Catalog) -> list[CatalogOp]:
     ops: list[CatalogOp] = [DropItem(v.id) for v in reversed(planned.dropped_views)]
     ops += [op for made in planned.created for op in catalog.plan_create(made)]
+    ops += [DropItem(s.id) for s in planned.dropped]
     ops += [AlterItem(v) for v in planned.pinned_views]
     if planned.rewrite:
         ops += [DropCollection(planned.table.id), CreateCollection(planned.table.id)]
