@@ -254,6 +254,11 @@ FUNCTIONS: tuple[Function, ...] = (
     F(2020, "date_trunc", "text, timestamp without time zone", "timestamp without time zone", "cast(date_trunc('day', {1}) as timestamp_ntz)"),
     F(1218, "date_trunc", "text, interval", "interval", interval_calls.call("trunc", "{0}", "{1}")),
     F(1608, "degrees", "double precision", "double precision", "sparkwire_float8_degrees({0})"),
+    # AT TIME ZONE (planner.pg_timezone)
+    F(1159, "timezone", "text, timestamp with time zone", "timestamp without time zone", "rewrite"),
+    F(2069, "timezone", "text, timestamp without time zone", "timestamp with time zone", "rewrite"),
+    F(1026, "timezone", "interval, timestamp with time zone", "timestamp without time zone", "rewrite"),
+    F(2070, "timezone", "interval, timestamp without time zone", "timestamp with time zone", "rewrite"),
     W(3102, "dense_rank", "", "bigint", "dense_rank()"),
     F(1973, "div", "numeric, numeric", "numeric", "cast({0} div {1} as decimal(38, 10))"),
     A(2519, "every", "boolean", "boolean", "every({0})"),
@@ -416,6 +421,11 @@ FUNCTIONS: tuple[Function, ...] = (
     F(5042, "min_scale", "numeric", "integer", pg_functions.MIN_SCALE),
     F(5043, "trim_scale", "numeric", "numeric", "{0}"),
     F(2311, "md5", "text", "text", "md5({0})"),
+    F(2321, "md5", "bytea", "text", "md5({0})"),
+    F(3419, "sha224", "bytea", "bytea", "unhex(sha2({0}, 224))"),
+    F(3420, "sha256", "bytea", "bytea", "unhex(sha2({0}, 256))"),
+    F(3421, "sha384", "bytea", "bytea", "unhex(sha2({0}, 384))"),
+    F(3422, "sha512", "bytea", "bytea", "unhex(sha2({0}, 512))"),
     A(2051, "min", "anyarray", "anyarray", "min({0})"),
     A(2131, "min", "bigint", "bigint", "min({0})"),
     A(2132, "min", "integer", "integer", "min({0})"),
@@ -688,6 +698,7 @@ _INTERNAL_SPARK = frozenset((
     "make_timestamp", "make_timestamp_ntz", "year",  # date_trunc to a decade, century, millennium: pg_extract
     "grouping_id",  # GROUPING(a, ...) over grouping sets: planner.sql.bind
     "format_string",  # a float's digits as a numeric (printf's %.15g): planner.sql.spark_sql
+    "convert_timezone",  # AT TIME ZONE: planner.pg_timezone
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

@@ -442,14 +442,16 @@ _SAME_TEXT_TYPES = (_T.INT, _T.BIGINT, _T.SMALLINT, _T.TINYINT, _T.DECIMAL)  # S
 # front end's types and scales (to_char's pattern, besides, is rewritten by sqlglot).
 FRONT_END_ONLY = frozenset({"to_char", "gcd", "lcm", "scale", "min_scale", "trim_scale", "to_number", "to_date",
                             "age", "justify_hours", "justify_days", "justify_interval", "make_interval",
-                            "to_json", "json_agg", "json_build_array", "row_to_json"})
+                            "to_json", "json_agg", "json_build_array", "row_to_json",
+                            "timezone",  # AT TIME ZONE: its zone read at planning (planner.pg_timezone)
+                            "sha224", "sha256", "sha384", "sha512"})  # sqlglot's tree drops the unhex
 # sqlglot's nodes for the calls whose PostgreSQL pattern it rewrites (to_char, to_date, to_number,
 # to_timestamp(text, text)), and for justify_* (front end only, as FRONT_END_ONLY's), by the
 # name the error gives
 _PATTERN_CALLS = {exp.TimeToStr: "to_char", exp.StrToDate: "to_date", exp.StrToTime: "to_timestamp",
                   exp.ToNumber: "to_number", exp.JustifyHours: "justify_hours", exp.JustifyDays: "justify_days",
                   exp.JustifyInterval: "justify_interval", exp.MakeInterval: "make_interval",
-                  exp.JSONArrayAgg: "json_agg"}
+                  exp.JSONArrayAgg: "json_agg", exp.SHA2Digest: "sha256"}
 
 
 def typed(tree: exp.Expression) -> None:

@@ -61,6 +61,7 @@ SAMPLES: dict[str, list[str]] = {
     "json": ["'{\"a\": [1, 2]}'::json", "'[1, 2, 3]'::json", "'\"s\"'::json", "NULL::json"],
     "jsonb": ["'{\"a\": [1, 2]}'::jsonb", "'[1, 2, 3]'::jsonb", "'null'::jsonb", "NULL::jsonb"],
     "text[]": ["'{a}'::text[]", "'{a,0}'::text[]"],
+    "bytea": ["'\\x00ff5c41'::bytea", "'abc'::bytea", "''::bytea", "NULL::bytea"],
     "record": ["ROW(1, 'x\"y'::text, 2.50::numeric)", "ROW(NULL::integer, ARRAY[1, 2], '{\"a\": 1}'::jsonb)",
                "ROW(1e100::float8)"],
 }
@@ -78,6 +79,13 @@ SPECIAL: dict[tuple, list[str]] = {
     ("date_part", 0, ("text", "interval")): ["'epoch'", "'hour'", "'second'", "'milliseconds'", "'day'", "'month'",
                                             "'year'", "'quarter'", "'millennium'", "'week'"],
     ("date_trunc", 0): ["'day'", "'hour'", "'month'", "'year'", "'minute'", "'week'", "'quarter'"],
+    # AT TIME ZONE: an IANA zone (summer time or not, any case), an abbreviation (a fixed offset,
+    # CET even in summer), POSIX offsets (west of UTC), an unknown zone (22023), NULL
+    ("timezone", 0, "text"): ["'UTC'::text", "'America/New_York'::text", "'europe/paris'::text", "'CET'::text",
+                              "'Asia/Kolkata'::text", "'UTC+3'::text", "'+02'::text", "'-5:30'::text",
+                              "'Mars/Base'::text", "NULL::text"],
+    ("timezone", 0, "interval"): ["'02:00'::interval", "'-05:30'::interval", "'1 day'::interval",
+                                  "NULL::interval"],
     ("date_trunc", 0, ("text", "interval")): ["'millennium'", "'decade'", "'year'", "'quarter'", "'month'", "'day'",
                                              "'hour'", "'minute'", "'second'", "'ms'", "'microseconds'", "'week'",
                                              "'epoch'", "'Hours'"],

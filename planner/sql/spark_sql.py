@@ -27,6 +27,7 @@ from planner import (
     pg_format,
     pg_functions,
     pg_strings,
+    pg_timezone,
 )
 from planner.codecs.text_in import decode_text
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
@@ -63,6 +64,8 @@ class Fixpoint:
 # Registers a Fixpoint to be computed before the statement runs; gives the view holding it.
 FixpointView = Callable[[Fixpoint], str]
 _work_views = itertools.count()  # Fixpoint.work names, unique in the process
+# `SELECT FROM t`: rows of no column, which Spark's SELECT cannot write; a column no one reads
+_NO_COLUMN = exp.false().as_("no_column")
 
 
 def to_spark(rel: p.Rel, table_name: TableName, output_types: list[SqlType] | None = None,
@@ -91,6 +94,8 @@ def to_spark_query(rel: p.Rel, table_name: TableName, output_types: list[SqlType
 
 
 def _cast_outputs(query: exp.Query, types: list[SqlType]) -> exp.Query:
+    if not types:  # rows of no column (_NO_COLUMN)
+        return query
     if isinstance(query, exp.Select):
         # In the outermost SELECT itself: wrapping it would put its ORDER BY in a subquery.
         for item, t in zip(query.expressions, types, strict=True):
@@ -271,7 +276,7 @@ class _Generator:
 
     def _select(self, inner: p.Rel, outputs, where=None) -> exp.Select:
         q, cols = self._source(inner)
-        q = q.select(*(_as(e, i) for i, e in enumerate(outputs(cols))))
+        q = q.select(*([_as(e, i) for i, e in enumerate(outputs(cols))] or [_NO_COLUMN.copy()]))
         if where is not None:
             q = q.where(where(cols))
         return q
@@ -477,7 +482,7 @@ class _Generator:
         inner, where = (m.input.input, m.input.predicate) if isinstance(m.input, p.Filter) else (m.input, None)
         q, base = self._source(inner)
         cols = base + [self.scalar(e, base) for e in m.exprs]
-        q = q.select(*(_as(cols[i].copy(), k) for k, i in enumerate(outputs)))
+        q = q.select(*([_as(cols[i].copy(), k) for k, i in enumerate(outputs)] or [_NO_COLUMN.copy()]))
         if where is not None:
             q = q.where(self.scalar(where, base))
         if top is None:
@@ -545,6 +550,15 @@ class _Generator:
         return exp.select(*(_as(exp.column(f"c{k}", alias), k) for k in range(width))).from_(
             q.select(exp.alias_(number, "rn")).subquery(alias)).where(exp.and_(*conditions))
 
+    def _constant_text(self, e: p.Expr) -> str | None:
+        """A constant's value (a parameter's, 'UTC' while describing) as text; 0A000 else."""
+        if isinstance(e, p.Param) and self.param_values is not None and e.number in self.param_values:
+            value = self.param_values[e.number]
+            return None if value is None else str(value)
+        if isinstance(e, (p.Literal, p.Param)):
+            return "UTC" if isinstance(e, p.Param) else None if e.value is None else str(e.value)
+        raise pg_timezone.not_constant()
+
     def _count(self, e: p.Expr) -> exp.Expression:
         """A LIMIT/OFFSET: Spark takes only an INT there."""
         if isinstance(e, p.Literal) and isinstance(e.value, int) and not isinstance(e.value, bool):
@@ -593,6 +607,8 @@ class _Generator:
                 return pg_format.call([self.scalar(args[0], cols), *self._output_texts(args[1:], cols)])
             case p.Call(func=f, args=args) if f.name == "array_to_string" and args[0].type.base.name != "text":
                 return self._array_to_string(args, cols)
+            case p.Call(func=f, args=(zone, value)) if f.name == "timezone":  # AT TIME ZONE
+                return pg_timezone.at_zone(self._constant_text(zone), f.args[0], self.scalar(value, cols), f.args[1])
             case p.Call(func=f, args=(p.Literal(value=str() as unit), value)) if f.name == "date_trunc" \
                     and f.args[1] != "interval":  # an interval's is a UDF's (planner.pg_interval.trunc)
                 return pg_extract.truncate(unit, self.scalar(value, cols), pg_extract.Source(f.args[1]))
