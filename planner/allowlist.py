@@ -58,7 +58,6 @@ _UNSUPPORTED_NODES = {
     "RangeTableFunc": "XMLTABLE",
     "XmlExpr": "XML functions",
     "XmlSerialize": "XMLSERIALIZE",
-    "LockingClause": "SELECT ... FOR UPDATE/SHARE",
     "IntoClause": "SELECT ... INTO",
     "CurrentOfExpr": "WHERE CURRENT OF",
     "MultiAssignRef": "UPDATE ... SET (columns) = ...",

@@ -467,14 +467,20 @@ def _delete(s: Scanner) -> st.Delete:
     tree = _sqlglot(s.text)
     if not isinstance(tree, exp.Delete):
         raise SqlError(SYNTAX_ERROR, "syntax error in DELETE")
-    if tree.args.get("using"):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE ... USING is not supported")
     _refuse_unhandled(tree, "DELETE", {"this", "where", "using", "returning"})
     where = tree.args.get("where")
+    where = where.this if where is not None else None
+    if tree.args.get("using"):
+        target = tree.this.alias_or_name
+        for item in tree.args["using"]:
+            if isinstance(item, exp.Table) and item.alias_or_name == target:
+                raise SqlError("42712", f'table name "{target}" specified more than once')
+        # DELETE … USING u WHERE c: each row of the table at most once, whatever rows of u it
+        # matches, as WHERE EXISTS (SELECT FROM u WHERE c) has it (planner.sql.dml too)
+        where = exp.Exists(this=exp.select("1").from_(*tree.args["using"]).where(where))
     returning = tree.args.get("returning")
-    return st.Delete(table_name(tree.this), tree.this.alias or None,
-                     where.this if where is not None else None, tuple(returning.expressions) if returning else (),
-                     s.text)
+    return st.Delete(table_name(tree.this), tree.this.alias or None, where,
+                     tuple(returning.expressions) if returning else (), s.text)
 
 
 def _truncate(s: Scanner) -> st.Truncate:

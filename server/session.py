@@ -57,6 +57,7 @@ from server import (
     referential_actions,
     returning,
     roles,
+    row_locks,
     sequence_calls,
     sequence_ddl,
     sequences,
@@ -307,23 +308,21 @@ class Session:
             self, stmt.text, params, lambda sql: self._query(parse_one(sql).statement, params, ptypes))
         if answered is not None:
             return answered
-        signal = signals.signal_call(stmt.ast, params)
-        if signal is not None:
-            pid, terminate = signal
-            name = "pg_terminate_backend" if terminate else "pg_cancel_backend"
-            found = self.signal(pid, terminate)
-            notices = [] if found else [("WARNING", f"PID {pid} is not a PostgreSQL backend process")]
-            return rows_outcome([name], [(found,)], [BOOL], notices=notices)
+        if (signalled := signals.answer(stmt.ast, params, self.signal)) is not None:
+            return signalled
+        skip = await row_locks.take(self, stmt.text)  # FOR UPDATE …: True where SKIP LOCKED returns nothing
         bound = self._bound(stmt, params, ptypes)
         if bound is not None:
-            result = await self.coord.query(bound.spark_sql, bound.views, self._read_ts(stmt.as_of),
-                                            self.txn.overlay() if self.txn else None, group=self.group)
-            return Rows(f"SELECT {result.table.num_rows}", bound.names, bound.types, result.table)
-        spark_sql, views = self.coord.plan_query(stmt.tree(), self.context(), self._bind(params, ptypes), self.catalog)
+            spark_sql, views = bound.spark_sql, bound.views
+        else:
+            spark_sql, views = self.coord.plan_query(stmt.tree(), self.context(), self._bind(params, ptypes),
+                                                     self.catalog)
         result = await self.coord.query(spark_sql, views, self._read_ts(stmt.as_of),
                                         self.txn.overlay() if self.txn else None, group=self.group)
-        return Rows(f"SELECT {result.table.num_rows}", _postgres_names(stmt, result.names), result.types,
-                    result.table)
+        table = result.table.slice(0, 0) if skip else result.table
+        names, types = ((bound.names, bound.types) if bound is not None
+                        else (_postgres_names(stmt, result.names), result.types))
+        return Rows(f"SELECT {table.num_rows}", names, types, table)
 
     def _bound(self, stmt: st.Query, params, ptypes) -> bound_query.BoundQuery | None:
         """The query through the front end of our own, when the session asked for it and

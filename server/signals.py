@@ -7,11 +7,28 @@ the signal.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.types import BY_NAME, SqlType
+from server.outcome import Rows, rows_outcome
 
 _SIGNALS = {"pg_cancel_backend": False, "pg_terminate_backend": True}
+
+
+def answer(tree: exp.Expression, params: dict[int, object], send: Callable[[int, bool], bool]) -> Rows | None:
+    """The result of a signal call (`send(pid, terminate)` signals, and says whether such a
+    backend was found); None for any other statement."""
+    signal = signal_call(tree, params)
+    if signal is None:
+        return None
+    pid, terminate = signal
+    found = send(pid, terminate)
+    notices = [] if found else [("WARNING", f"PID {pid} is not a PostgreSQL backend process")]
+    return rows_outcome(["pg_terminate_backend" if terminate else "pg_cancel_backend"], [(found,)],
+                        [SqlType(BY_NAME["boolean"])], notices=notices)
 
 
 def signal_call(tree: exp.Expression, params: dict[int, object]) -> tuple[int, bool] | None:

@@ -230,12 +230,16 @@ def update_select(stmt: Node, table: str, columns: Sequence[Target]) -> Node | N
 
 
 def delete_select(stmt: Node, columns: Sequence[Target]) -> Node:
-    """Every column of every row DELETE removes."""
+    """Every column of every row DELETE removes: `DELETE … USING u WHERE c` as `WHERE EXISTS
+    (SELECT FROM u WHERE c)`, so a row matching several rows of u is removed once."""
     de = stmt["DeleteStmt"]
     relation = de["relation"]
     name = relation.get("alias", {}).get("aliasname") or relation["relname"]
-    return _select([_column(name, c.name) for c in columns], [{"RangeVar": relation}, *de.get("usingClause", [])],
-                   de.get("whereClause"))
+    where = de.get("whereClause")
+    if de.get("usingClause"):
+        inner = _select([{"A_Const": {"ival": {"ival": 1}}}], de["usingClause"], where)
+        where = {"SubLink": {"subLinkType": "EXISTS_SUBLINK", "subselect": inner}}
+    return _select([_column(name, c.name) for c in columns], [{"RangeVar": relation}], where)
 
 
 def _select(values: list[Node], from_: list[Node], where: Node | None = None) -> Node:

@@ -10,6 +10,8 @@ table dropped and made again under its old name.
 
 from __future__ import annotations
 
+import threading
+
 import psycopg
 import pytest
 
@@ -145,8 +147,27 @@ TRUNCATE_IN_A_BLOCK = [
 ]
 
 
-@pytest.mark.parametrize("script", [DDL_IN_A_BLOCK, SAVEPOINTS, TRUNCATE_IN_A_BLOCK],
-                         ids=["ddl", "savepoints", "truncate"])
+LOCKING_SELECTS = [
+        'DROP TABLE IF EXISTS lk',
+        'CREATE TABLE lk (id int PRIMARY KEY, state text)',
+        "INSERT INTO lk VALUES (1, 'new'), (2, 'new')",
+        'SELECT * FROM lk ORDER BY id FOR UPDATE',
+        'BEGIN',
+        "SELECT id FROM lk WHERE state = 'new' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+        "UPDATE lk SET state = 'done' WHERE id = 1",
+        'SELECT * FROM lk WHERE id = 2 FOR NO KEY UPDATE OF lk NOWAIT',
+        'SELECT * FROM lk ORDER BY id FOR SHARE',
+        'SELECT * FROM lk ORDER BY id FOR KEY SHARE',
+        'COMMIT',
+        'SELECT * FROM lk ORDER BY id',
+        'SELECT state, count(*) FROM lk GROUP BY state FOR UPDATE',
+        'SELECT DISTINCT state FROM lk FOR SHARE',
+        'SELECT id FROM lk UNION SELECT 3 FOR UPDATE',
+]
+
+
+@pytest.mark.parametrize("script", [DDL_IN_A_BLOCK, SAVEPOINTS, TRUNCATE_IN_A_BLOCK, LOCKING_SELECTS],
+                         ids=["ddl", "savepoints", "truncate", "locking"])
 def test_transaction_blocks_behave_as_in_postgres(server, postgres, script):
     assert outcomes(server.dsn, script) == outcomes(postgres.dsn, script)
 
@@ -171,3 +192,36 @@ def test_other_sessions_ddl_during_a_block_does_not_fail_its_commit(server):
         with pytest.raises(psycopg.errors.SerializationFailure):
             block.execute("COMMIT")
         assert other.execute("SELECT * FROM tx_theirs").fetchall() == [(2,)]  # nothing of the block
+
+
+def test_a_locking_select_holds_other_sessions_writes_until_the_block_ends(server):
+    """SELECT … FOR UPDATE in a block: another session's write waits for its COMMIT; while
+    it holds, NOWAIT is 55P03 and SKIP LOCKED returns no rows (server/row_locks.py)."""
+    with psycopg.connect(server.dsn, autocommit=True) as a, psycopg.connect(server.dsn, autocommit=True) as b:
+        a.execute("DROP TABLE IF EXISTS lk2")
+        a.execute("CREATE TABLE lk2 (id int PRIMARY KEY, state text)")
+        a.execute("INSERT INTO lk2 VALUES (1, 'new')")
+        a.execute("BEGIN")
+        assert a.execute("SELECT id FROM lk2 WHERE state = 'new' FOR UPDATE").fetchall() == [(1,)]
+        b.execute("BEGIN")
+        assert b.execute("SELECT id FROM lk2 WHERE state = 'new' FOR UPDATE SKIP LOCKED").fetchall() == []
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            b.execute("SELECT id FROM lk2 FOR UPDATE NOWAIT")
+        b.execute("ROLLBACK")
+        events: list[str] = []
+
+        def steal() -> None:
+            with psycopg.connect(server.dsn, autocommit=True) as c:
+                c.execute("UPDATE lk2 SET state = 'stolen' WHERE state = 'new'")
+                events.append("other session wrote")
+
+        thief = threading.Thread(target=steal)
+        thief.start()
+        thief.join(timeout=2)  # it waits on the lock: give it the time to come through, if it could
+        events.append("block commits")
+        a.execute("UPDATE lk2 SET state = 'done' WHERE id = 1")
+        a.execute("COMMIT")
+        thief.join()
+        assert events == ["block commits", "other session wrote"]
+        # the other session's UPDATE ran after the COMMIT: the row was no longer 'new'
+        assert a.execute("SELECT * FROM lk2").fetchall() == [(1, "done")]

@@ -171,3 +171,15 @@ def test_a_parse_tree_spliced_into_another_statement_carries_its_integers():
     consts = [v["ResTarget"]["val"]["A_Const"]["ival"]
               for v in pg_parse.with_integers(pg_parse.parse_one(text), text)["SelectStmt"]["targetList"]]
     assert consts == [{"ival": -7}, {"ival": 0}, {"ival": 5}, {"ival": 3}]
+
+
+def test_delete_using_reads_each_row_of_the_table_once():
+    b = write("DELETE FROM t USING s WHERE s.x = t.a AND s.y = 'q'")
+    assert "EXISTS" in b.spark_sql and b.spark_sql.count("JOIN") == 0  # a semi-join, not a join
+
+
+def test_delete_using_the_table_itself_is_42712():
+    from planner.parser import parse_statement
+    with pytest.raises(SqlError) as err:
+        parse_statement("DELETE FROM t USING t WHERE t.a = 1")
+    assert (err.value.sqlstate, err.value.message) == ("42712", 'table name "t" specified more than once')
