@@ -26,10 +26,20 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 
 
+_GIVEN: set[int] = set()  # ports handed out by this process
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now and not handed out before by this process: the kernel may give the
+    same port to two binds in a row once the first socket is closed (a server's SQL and
+    metrics ports were once the same, and it could not start)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 class ServerProcess:

@@ -149,7 +149,12 @@ class Broker:
                 failures.append(err)
 
         for r in records:
-            producer.produce(topic, on_delivery=delivered, **r)
+            while True:
+                try:
+                    producer.produce(topic, on_delivery=delivered, **r)
+                    break
+                except BufferError:  # the local queue is full (a slow broker): wait for acks first
+                    producer.poll(1)
             producer.poll(0)
         assert producer.flush(60) == 0, "records not delivered in time"
         assert not failures, failures
