@@ -15,6 +15,7 @@ where nothing can come between the statement's read and its end.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Protocol
 
 from planner import pg_parse
@@ -29,13 +30,23 @@ _STRENGTHS = {"LCS_FORUPDATE": "FOR UPDATE", "LCS_FORNOKEYUPDATE": "FOR NO KEY U
               "LCS_FORSHARE": "FOR SHARE", "LCS_FORKEYSHARE": "FOR KEY SHARE"}
 
 
+@dataclass(frozen=True)
+class Locking:
+    """A query's locking clause: how it waits (pglast's LockWaitBlock, LockWaitError for
+    NOWAIT, LockWaitSkip for SKIP LOCKED) and the relation a lock error names."""
+
+    wait: str
+    relation: str | None
+
+
 class LockingSession(Protocol):
     coord: Coordinator
     txn: Transaction | None
 
 
-def clause(text: str) -> dict | None:
-    """The query's own locking clause (its first), or None; 0A000 where PostgreSQL refuses one."""
+def clause(text: str) -> Locking | None:
+    """The query's own locking clause (its first), or None; 0A000 where PostgreSQL refuses
+    one, 42P01 for an `OF` name that is no FROM item."""
     if not _MAYBE.search(text):
         return None
     tree = pg_parse.parse_one(text)
@@ -50,15 +61,26 @@ def clause(text: str) -> dict | None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} is not allowed with {name}")
     if select.get("op", "SETOP_NONE") != "SETOP_NONE":
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} is not allowed with UNION/INTERSECT/EXCEPT")
-    return {**locking, "relation": _relation(locking, select)}
+    named = _from_items(select.get("fromClause") or [])
+    locked = [node["RangeVar"]["relname"] for node in locking.get("lockedRels") or ()]
+    for name in locked:
+        if name not in named:
+            raise SqlError("42P01", f'relation "{name}" in {what} clause not found in FROM clause')
+    relation = named[locked[0]] if locked else next(iter(named.values()), None)
+    return Locking(locking.get("waitPolicy", "LockWaitBlock"), relation)
 
 
-def _relation(locking: dict, select: dict) -> str | None:
-    """The relation a lock error names: the first of `OF`, else of FROM."""
-    for node in (*(locking.get("lockedRels") or ()), *(select.get("fromClause") or ())):
-        if "RangeVar" in node:
-            return node["RangeVar"]["relname"]
-    return None
+def _from_items(from_clause: list) -> dict[str, str | None]:
+    """The names FROM gives its items (an alias, else a table's name), in joins too, each
+    with the table it reads (None for a subquery or a function)."""
+    named: dict[str, str | None] = {}
+    for kind, node in pg_parse.walk(from_clause):
+        alias = (node.get("alias") or {}).get("aliasname")
+        if kind == "RangeVar":
+            named.setdefault(alias or node["relname"], node["relname"])
+        elif kind in ("RangeSubselect", "RangeFunction") and alias:
+            named.setdefault(alias, None)
+    return named
 
 
 async def take(session: LockingSession, text: str) -> bool:
@@ -69,12 +91,10 @@ async def take(session: LockingSession, text: str) -> bool:
     if locking is None or txn is None or not txn.explicit or txn.holds_lock:
         return False
     lock = session.coord.write_lock
-    policy = locking.get("waitPolicy", "LockWaitBlock")
-    if lock.locked() and policy == "LockWaitError":
-        relation = locking["relation"]
+    if lock.locked() and locking.wait == "LockWaitError":
         raise SqlError(LOCK_NOT_AVAILABLE, "could not obtain lock on row" + (
-            f' in relation "{relation}"' if relation else ""))
-    if lock.locked() and policy == "LockWaitSkip":
+            f' in relation "{locking.relation}"' if locking.relation else ""))
+    if lock.locked() and locking.wait == "LockWaitSkip":
         return True
     await lock.acquire()
     txn.holds_lock = True

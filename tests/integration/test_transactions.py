@@ -163,6 +163,8 @@ LOCKING_SELECTS = [
         'SELECT state, count(*) FROM lk GROUP BY state FOR UPDATE',
         'SELECT DISTINCT state FROM lk FOR SHARE',
         'SELECT id FROM lk UNION SELECT 3 FOR UPDATE',
+        'SELECT * FROM lk l FOR UPDATE OF nosuch',
+        'SELECT l.id FROM lk l JOIN lk m USING (id) ORDER BY 1 FOR SHARE OF m',
 ]
 
 

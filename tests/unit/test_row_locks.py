@@ -15,8 +15,7 @@ from server import row_locks
     ("select id from jobs where x = 'for update' for share nowait", "LockWaitError", "jobs"),
 ])
 def test_the_clause_its_wait_and_the_relation_an_error_names(sql, policy, relation):
-    locking = row_locks.clause(sql)
-    assert (locking["waitPolicy"], locking["relation"]) == (policy, relation)
+    assert row_locks.clause(sql) == row_locks.Locking(policy, relation)
 
 
 @pytest.mark.parametrize("sql", ["SELECT 'for update' FROM jobs", "SELECT * FROM jobs",
@@ -35,3 +34,18 @@ def test_what_postgresql_refuses(sql, message):
     with pytest.raises(SqlError) as err:
         row_locks.clause(sql)
     assert (err.value.sqlstate, err.value.message) == ("0A000", message)
+
+
+def test_of_names_a_from_item_by_its_alias():
+    assert row_locks.clause("SELECT * FROM jobs j FOR UPDATE OF j NOWAIT") == row_locks.Locking("LockWaitError",
+                                                                                                "jobs")
+    with pytest.raises(SqlError) as err:
+        row_locks.clause("SELECT * FROM jobs j FOR UPDATE OF nosuch")
+    assert (err.value.sqlstate, err.value.message) == (
+        "42P01", 'relation "nosuch" in FOR UPDATE clause not found in FROM clause')
+
+
+def test_of_finds_items_inside_joins_and_subqueries():
+    assert row_locks.clause("SELECT * FROM a JOIN b USING (id) FOR SHARE OF b") == row_locks.Locking(
+        "LockWaitBlock", "b")
+    assert row_locks.clause("SELECT * FROM (SELECT 1) s FOR UPDATE OF s").relation is None
