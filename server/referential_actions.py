@@ -136,9 +136,8 @@ async def _referring_rows(session: ActionSession, child: Item, fk: ForeignKey, k
 def _overlay(session: ActionSession, updates: dict[str, pa.Table], acted: dict[str, list[pa.Table]]) -> Overlay:
     """What a read must see besides what is committed: the block's staged writes, the
     statement's own and the actions' so far."""
-    tables: dict[str, list[pa.Table]] = {}
-    for cid, staged in (session.txn.updates.items() if session.txn is not None else ()):
-        tables.setdefault(cid, []).extend(staged)
+    staged = session.txn.overlay() if session.txn is not None else None
+    tables: dict[str, list[pa.Table]] = {cid: [t] for cid, t in (staged.updates.items() if staged else ())}
     for cid, table in updates.items():
         tables.setdefault(cid, []).append(table)
     for cid, parts in acted.items():
