@@ -383,6 +383,12 @@ def _insert(s: Scanner) -> st.Insert:
         if not re.search(r"(?is)\bdefault\s+values\b", text) or columns is not None:
             raise SqlError(SYNTAX_ERROR, "syntax error in INSERT")
         source = exp.Values(expressions=[exp.Tuple(expressions=[])])  # DEFAULT VALUES: a row of defaults
+    with_ = _with_list(tree)
+    if with_ is not None and isinstance(source, exp.Query):  # WITH … INSERT … SELECT: the query reads it
+        inner = source.args.get("with_")
+        if inner is not None:
+            with_.set("expressions", [*with_.expressions, *inner.expressions])
+        source.set("with_", with_)
     returning = tree.args.get("returning")
     alias = target.args.get("alias")
     return st.Insert(table_name(target), columns, source,
@@ -442,14 +448,35 @@ def _refuse_unhandled(tree: exp.Expression, verb: str, handled: set[str]) -> Non
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} ... {clause} is not supported")
 
 
+def _with(s: Scanner) -> st.Statement:
+    """WITH … and a query, or INSERT, UPDATE or DELETE reading the WITH list's queries."""
+    try:
+        node = pg_parse.parse_one(s.text)
+    except SqlError:
+        node = {"SelectStmt": {}}  # Materialize's AS OF, or an error _query reports
+    verb = pg_parse.node_type(node)
+    for cte in node[verb].get("withClause", {}).get("ctes", ()):
+        if pg_parse.node_type(cte["CommonTableExpr"]["ctequery"]) != "SelectStmt":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "a data-modifying statement in WITH is not supported",
+                           position=cte["CommonTableExpr"].get("location", -1) + 1 or None)
+    handler = {"InsertStmt": _insert, "UpdateStmt": _update, "DeleteStmt": _delete}.get(verb)
+    return handler(s) if handler is not None else _query(s.text)
+
+
+def _with_list(tree: exp.Expression) -> exp.With | None:
+    """A write's WITH list; one holding a write (`WITH d AS (DELETE …)`) is refused."""
+    with_ = tree.args.get("with_")
+    if with_ is not None and any(not isinstance(cte.this, _QUERY_TYPES) for cte in with_.expressions):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "a data-modifying statement in WITH is not supported")
+    return with_
+
+
 def _update(s: Scanner) -> st.Update:
     text = multi_assign.spread(s.text)  # SET (a, b) = (x, y) as SET a = x, b = y
     tree = _sqlglot(text)
     if not isinstance(tree, exp.Update):
         raise SqlError(SYNTAX_ERROR, "syntax error in UPDATE")
-    if tree.args.get("from_") or tree.args.get("from"):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE ... FROM is not supported")
-    _refuse_unhandled(tree, "UPDATE", {"this", "expressions", "where", "from", "from_", "returning"})
+    _refuse_unhandled(tree, "UPDATE", {"this", "expressions", "where", "from", "from_", "returning", "with_"})
     assignments = []
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
@@ -458,16 +485,17 @@ def _update(s: Scanner) -> st.Update:
     where = tree.args.get("where")
     alias = tree.this.alias or None
     returning = tree.args.get("returning")
+    from_ = tree.args.get("from_") or tree.args.get("from")
     return st.Update(table_name(tree.this), alias, tuple(assignments),
                      where.this if where is not None else None, tuple(returning.expressions) if returning else (),
-                     text)
+                     text, (from_.this,) if from_ is not None else (), _with_list(tree))
 
 
 def _delete(s: Scanner) -> st.Delete:
     tree = _sqlglot(s.text)
     if not isinstance(tree, exp.Delete):
         raise SqlError(SYNTAX_ERROR, "syntax error in DELETE")
-    _refuse_unhandled(tree, "DELETE", {"this", "where", "using", "returning"})
+    _refuse_unhandled(tree, "DELETE", {"this", "where", "using", "returning", "with_"})
     where = tree.args.get("where")
     where = where.this if where is not None else None
     if tree.args.get("using"):
@@ -480,7 +508,7 @@ def _delete(s: Scanner) -> st.Delete:
         where = exp.Exists(this=exp.select("1").from_(*tree.args["using"]).where(where))
     returning = tree.args.get("returning")
     return st.Delete(table_name(tree.this), tree.this.alias or None, where,
-                     tuple(returning.expressions) if returning else (), s.text)
+                     tuple(returning.expressions) if returning else (), s.text, _with_list(tree))
 
 
 def _truncate(s: Scanner) -> st.Truncate:
@@ -814,7 +842,7 @@ def _select(s: Scanner) -> st.Statement:
 
 _HANDLERS: dict[str, Callable[[Scanner], st.Statement]] = {
     "select": _select,
-    "with": lambda s: _query(s.text),
+    "with": _with,
     "values": lambda s: _query(s.text),
     "table": lambda s: _query(s.text),
     "insert": _insert,

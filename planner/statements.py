@@ -135,6 +135,8 @@ class Update(Statement):
     where: exp.Expression | None
     returning: tuple[exp.Expression, ...] = ()
     text: str = ""  # the statement as written: what planner.sql binds
+    from_: tuple[exp.Expression, ...] = ()  # UPDATE … FROM's list
+    with_: exp.With | None = None  # WITH … UPDATE: the queries it reads
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ class Delete(Statement):
     where: exp.Expression | None
     returning: tuple[exp.Expression, ...] = ()
     text: str = ""  # the statement as written: what planner.sql binds
+    with_: exp.With | None = None  # WITH … DELETE: the queries it reads
 
 
 @dataclass(frozen=True)

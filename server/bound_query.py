@@ -93,6 +93,10 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
         if write is not None:
             relations.seen[write.table] = catalog.get(write.table)  # its columns shaped the query
             if write.returning:
+                scope = dml.returning_scope(node)
+                if scope is not None:  # PostgreSQL's errors, with the FROM list in scope
+                    bind.Binder(relations, text, [param_types.get(n, coerce.UNKNOWN) for n in
+                                                  range(1, max(param_types, default=0) + 1)]).query(scope)
                 node = dml.returning_select(node)
                 if node is None:
                     raise p.NotYet("no RETURNING list")

@@ -14,9 +14,10 @@ from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import expressions as exp
 
 from planner import statements as st
-from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
+from planner.errors import FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, UNDEFINED_TABLE, SqlError
 from planner.sql import plan as p
 from planner.translate import SessionContext
 from planner.types import SqlType
@@ -61,6 +62,10 @@ def plan(item: Item, stmt: st.Insert | st.Update | st.Delete, verb: str) -> Retu
     """What the statement's RETURNING needs: None (no RETURNING), the written columns, or a Query."""
     if not stmt.returning:
         return None
+    if isinstance(stmt, st.Update) and stmt.from_:
+        if any(_bare_star(e) for e in stmt.returning):  # PostgreSQL's * here is the FROM list's columns too
+            raise _from_list_refused()
+        return Query(verb)  # bound with the FROM list in scope, for PostgreSQL's errors (`_bound`)
     try:
         return writes.returning_columns(item, stmt.returning, verb, stmt.alias)
     except writes.ReturningExpression:
@@ -81,13 +86,28 @@ def describe(session: WritingSession, item: Item, stmt: st.Insert | st.Update | 
 def _bound(session: WritingSession, item: Item, stmt: st.Insert | st.Update | st.Delete, returns: Query,
            params: dict | None, ptypes: dict) -> bound_query.BoundQuery:
     catalog = session.catalog
-    bound = bound_query.plan_returning(stmt.text, item.name, catalog,
-                                       lambda views: session.coord.resolver(views, session.context(), catalog),
-                                       params, ptypes) if stmt.text else None
+    try:
+        bound = bound_query.plan_returning(stmt.text, item.name, catalog,
+                                           lambda views: session.coord.resolver(views, session.context(), catalog),
+                                           params, ptypes) if stmt.text else None
+    except SqlError as e:
+        if e.sqlstate in (UNDEFINED_TABLE, UNDEFINED_COLUMN) and isinstance(stmt, st.Update) and stmt.from_:
+            # RETURNING is computed from the written rows alone, without the FROM list's
+            raise _from_list_refused() from e
+        raise
     if bound is None or _reads_more_than_once(bound.rel, item.name):
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{returns.verb} ... RETURNING with this expression is not supported",
                        hint="Return the columns, and compute the rest in a query.")
     return bound
+
+
+def _bare_star(e: exp.Expression) -> bool:
+    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and not e.table)
+
+
+def _from_list_refused() -> SqlError:
+    return SqlError(FEATURE_NOT_SUPPORTED, "UPDATE ... FROM ... RETURNING the FROM list's columns is not supported",
+                    hint="Return the updated table's columns by name or as table.*.")
 
 
 async def compute(session: WritingSession, item: Item, stmt: st.Insert | st.Update | st.Delete,

@@ -456,7 +456,7 @@ class Session:
         result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay, group=self.group)
         return result.table
 
-    async def _change(self, item: Item, stmt: st.Update | st.Delete, select: exp.Expression, params, ptypes,
+    async def _change(self, item: Item, stmt: st.Update | st.Delete, select: Callable[[], exp.Expression], params, ptypes,
                       with_new: bool, returns: returning.Returning,
                       drawn: tuple[int, ...] = ()) -> tuple[int, pa.Table, returning.Computed | None]:
         """The rows changed, the rows RETURNING reads (the new ones for UPDATE, the old ones
@@ -471,7 +471,7 @@ class Session:
             if bound is not None:
                 spark_sql, views = bound.spark_sql, bound.views
             else:
-                spark_sql, views = self.coord.plan_query(select, self.context(), self._bind(params, ptypes),
+                spark_sql, views = self.coord.plan_query(select(), self.context(), self._bind(params, ptypes),
                                                          self.catalog)
             overlay = self.txn.overlay() if self.txn else None
             result = await self.coord.query(spark_sql, views, self.coord.read_ts(), overlay,
@@ -500,14 +500,14 @@ class Session:
         item = self._writable(stmt.table, "update")
         drawn = sequences.check_update(item, stmt.assignments)
         returns = returning.plan(item, stmt, "UPDATE")
-        count, rows, shown = await self._change(item, stmt, writes.update_select(item, stmt), params, ptypes, True,
+        count, rows, shown = await self._change(item, stmt, lambda: writes.update_select(item, stmt), params, ptypes, True,
                                                 returns, drawn)
         return returning.outcome(f"UPDATE {count}", item, rows, returns, shown)
 
     async def _delete(self, stmt: st.Delete, params, ptypes) -> Outcome:
         item = self._writable(stmt.table, "delete from")
         returns = returning.plan(item, stmt, "DELETE")
-        count, rows, shown = await self._change(item, stmt, writes.delete_select(item, stmt), params, ptypes, False,
+        count, rows, shown = await self._change(item, stmt, lambda: writes.delete_select(item, stmt), params, ptypes, False,
                                                 returns)
         return returning.outcome(f"DELETE {count}", item, rows, returns, shown)
 

@@ -337,8 +337,10 @@ def check_value(item: Item, pos: int, value: object) -> object:
 def dml_targets(item: Item, positions: Sequence[int]) -> list[dml.Target]:
     """The columns at `positions` as the front end writes them (planner.sql.dml): a value
     for a type read from text here (`parsed_in_python`) is left as it comes."""
+    primary = next((k.columns for k in item.keys if k.primary), ())
     return [dml.Target(item.columns[pos].name, item.columns[pos].type, cast=not parsed_in_python(item.columns[pos].type),
-                       default=item.columns[pos].default, from_sequence=from_sequence(item.columns[pos]))
+                       default=item.columns[pos].default, from_sequence=from_sequence(item.columns[pos]),
+                       in_key=item.columns[pos].name in primary)
             for pos in positions]
 
 
@@ -420,6 +422,8 @@ def _checked_column(item: Item, pos: int, col: pa.ChunkedArray) -> pa.ChunkedArr
 
 def update_select(item: Item, stmt: st.Update) -> exp.Select:
     """SELECT old columns, new columns FROM t WHERE cond — one pass for UPDATE."""
+    if stmt.from_:  # taken by the front end of our own (planner.sql.dml) when it covers the statement
+        raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE ... FROM is not supported in this form of the statement")
     names = item.column_names
     assigned = {}
     for name, value in stmt.assignments:
@@ -444,7 +448,7 @@ def update_select(item: Item, stmt: st.Update) -> exp.Select:
     select = exp.select(*old, *new).from_(table)
     if stmt.where is not None:
         select = select.where(stmt.where.copy())
-    return select
+    return _with(select, stmt.with_)
 
 
 def delete_select(item: Item, stmt: st.Delete) -> exp.Select:
@@ -454,6 +458,13 @@ def delete_select(item: Item, stmt: st.Delete) -> exp.Select:
                           for i, n in enumerate(item.column_names)]).from_(table)
     if stmt.where is not None:
         select = select.where(stmt.where.copy())
+    return _with(select, stmt.with_)
+
+
+def _with(select: exp.Select, with_: exp.With | None) -> exp.Select:
+    """`select` reading the WITH list of the UPDATE or DELETE it computes."""
+    if with_ is not None:
+        select.set("with_", with_.copy())
     return select
 
 

@@ -6,6 +6,8 @@ statement as written (the nodes keep their locations).
 - INSERT … SELECT: the query, its columns cast to the target columns' types once bound;
 - UPDATE: `SELECT <every column>, <every column's new value> FROM t [AS a] WHERE …`: the
   old rows and the new ones in one pass, the new values cast to the columns' types once bound;
+  with FROM, one row per row of t however many rows of the FROM list it joins
+  (`_joined_update`);
 - DELETE: `SELECT <every column> FROM t [AS a] WHERE …`.
 
 A value is converted as PostgreSQL's assignment does: a cast where PostgreSQL has an
@@ -52,6 +54,7 @@ class Target:
     cast: bool = True
     default: str | None = None  # the column's DEFAULT, as SQL text (None: NULL)
     from_sequence: bool = False  # a serial or identity column: its DEFAULT is nextval
+    in_key: bool = False  # a column of the table's PRIMARY KEY
 
 
 def rows_query(stmt: Node, table: str, targets: Sequence[Target]) -> tuple[Node, int | None] | None:
@@ -63,17 +66,35 @@ def rows_query(stmt: Node, table: str, targets: Sequence[Target]) -> tuple[Node,
             return (query, 0) if query is not None else None
         case "UpdateStmt":
             query = update_select(stmt, table, targets)
-            return (query, len(targets)) if query is not None else None  # the new values
+            # the new values
+            return (_reading(query, stmt["UpdateStmt"]), len(targets)) if query is not None else None
         case "DeleteStmt":
-            return delete_select(stmt, targets), None
+            return _reading(delete_select(stmt, targets), stmt["DeleteStmt"]), None
     return None
+
+
+def _reading(query: Node, statement: dict) -> Node:
+    """`query` with the WITH list of the statement it computes (`WITH s AS (…) UPDATE …`)."""
+    with_clause = statement.get("withClause")
+    if with_clause is None:
+        return query
+    inner = query["SelectStmt"].get("withClause")
+    if inner is not None:  # WITH a … INSERT INTO t WITH b … SELECT: one list, when no name is in both
+        names = [c["CommonTableExpr"]["ctename"] for c in with_clause["ctes"] + inner["ctes"]]
+        if len(set(names)) < len(names) or bool(inner.get("recursive")) != bool(with_clause.get("recursive")):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH before INSERT and again in its query is not supported "
+                           "when they name the same query or only one is RECURSIVE")
+        with_clause = {**with_clause, "ctes": with_clause["ctes"] + inner["ctes"]}
+    return {"SelectStmt": {**query["SelectStmt"], "withClause": with_clause}}
 
 
 def insert_query(stmt: Node) -> Node | None:
     """INSERT's query or VALUES (a query's columns are cast to the targets by
     `cast_columns`, once bound; VALUES rows are bound by `values_rel`)."""
     query = stmt["InsertStmt"].get("selectStmt")
-    return query if query is not None and node_type(query) == "SelectStmt" else None
+    if query is None or node_type(query) != "SelectStmt":
+        return None
+    return _reading(query, stmt["InsertStmt"])
 
 
 _GENERAL = ("sortClause", "limitCount", "limitOffset", "lockingClause", "withClause")
@@ -171,6 +192,18 @@ def returning_select(stmt: Node) -> Node | None:
                            "limitOption": "LIMIT_OPTION_DEFAULT", "op": "SETOP_NONE"}}
 
 
+def returning_scope(stmt: Node) -> Node | None:
+    """UPDATE … FROM's RETURNING list over the table and the FROM list, as PostgreSQL names
+    them there: bound only for its errors (an ambiguous `a`), since the list is computed
+    from the written rows alone (`returning_select`). None for any other statement."""
+    query = returning_select(stmt)
+    from_items = stmt.get("UpdateStmt", {}).get("fromClause")
+    if query is None or not from_items:
+        return None
+    body = {**query["SelectStmt"], "fromClause": [*query["SelectStmt"]["fromClause"], *from_items]}
+    return _reading({"SelectStmt": body}, stmt["UpdateStmt"])
+
+
 def cast_columns(rel: p.Rel, targets: Sequence[Target], first: int = 0) -> p.Rel:
     """`rel` with its columns from `first` on cast to their targets' types (`cast_type`),
     by PostgreSQL's assignment rules (42804 for a value the column cannot take); any
@@ -208,7 +241,7 @@ def update_select(stmt: Node, table: str, columns: Sequence[Target]) -> Node | N
     """The old row's columns, then the new row's, of every row UPDATE changes."""
     up = stmt["UpdateStmt"]
     relation = up["relation"]
-    name = relation.get("alias", {}).get("aliasname") or relation["relname"]
+    name = _name(relation)
     by_name = {c.name: c for c in columns}
     assigned: dict[str, Node] = {}
     for item in up.get("targetList", []):
@@ -226,7 +259,42 @@ def update_select(stmt: Node, table: str, columns: Sequence[Target]) -> Node | N
         assigned[res["name"]] = value
     old = [_column(name, c.name) for c in columns]
     new = [assigned.get(c.name) or _column(name, c.name) for c in columns]
-    return _select(old + new, [{"RangeVar": relation}, *up.get("fromClause", [])], up.get("whereClause"))
+    from_items = up.get("fromClause", [])
+    if not from_items:
+        return _select(old + new, [{"RangeVar": relation}], up.get("whereClause"))
+    return _joined_update(old + new, relation, name, from_items, up.get("whereClause"), columns)
+
+
+_ROW = "?sw_row"  # a name no column of ours has: the target row's number in UPDATE … FROM
+
+
+def _joined_update(values: list[Node], relation: Node, name: str, from_items: list[Node], where: Node | None,
+                   columns: Sequence[Target]) -> Node:
+    """UPDATE t … FROM u WHERE c: every row of t that c joins to some row of u, changed once
+    (by the first match, as PostgreSQL takes an arbitrary one): DISTINCT ON the table's
+    PRIMARY KEY, or, without one, on each row's number in a scan of t (identical rows of a
+    table without a key are each changed once)."""
+    for item in from_items:
+        if node_type(item) == "RangeVar" and _name(item["RangeVar"]) == name:
+            raise SqlError("42712", f'table name "{name}" specified more than once',
+                           position=position_of(item))
+    key = [_column(name, c.name) for c in columns if c.in_key]
+    target: Node = {"RangeVar": relation}
+    if not key:
+        bare = {k: v for k, v in relation.items() if k != "alias"}
+        numbered = _select([{"ColumnRef": {"fields": [{"A_Star": {}}]}}], [{"RangeVar": bare}])
+        number = {"FuncCall": {"funcname": [_string("row_number")], "over": {},
+                               "funcformat": "COERCE_EXPLICIT_CALL"}}
+        numbered["SelectStmt"]["targetList"].append({"ResTarget": {"name": _ROW, "val": number}})
+        target = {"RangeSubselect": {"subquery": numbered, "alias": {"aliasname": name}}}
+        key = [_column(name, _ROW)]
+    select = _select(values, [target, *from_items], where)
+    select["SelectStmt"]["distinctClause"] = key
+    return select
+
+
+def _name(range_var: dict) -> str:
+    return range_var.get("alias", {}).get("aliasname") or range_var["relname"]
 
 
 def delete_select(stmt: Node, columns: Sequence[Target]) -> Node:

@@ -86,6 +86,17 @@ CASES = [
     ("DELETE FROM items RETURNING upper(nope)", "42703", ['"nope"']),
     ("DELETE FROM items RETURNING 1 / (id - id)", "22012", ["division by zero"]),
     ("UPDATE items SET small = 1 WHERE id = 1 RETURNING nope", "42703", ['"nope"']),
+    # RETURNING is computed from the written rows alone: PostgreSQL's * and the FROM list's
+    # columns would need the joined rows, refused rather than answered without them
+    ("UPDATE items SET small = 3 FROM cheap WHERE cheap.id = items.id RETURNING *", "0A000",
+     ["RETURNING the FROM list's columns"]),
+    ("UPDATE items SET small = 3 FROM (SELECT 1 AS k) s WHERE s.k = items.id RETURNING k", "0A000",
+     ["RETURNING the FROM list's columns"]),
+    ("UPDATE items SET small = 3 FROM (SELECT 1 AS k) s WHERE s.k = items.id RETURNING s.k + 1", "0A000",
+     ["RETURNING the FROM list's columns"]),
+    ("WITH d AS (DELETE FROM items RETURNING *) SELECT * FROM d", "0A000", ["data-modifying statement in WITH"]),
+    ("WITH d AS (UPDATE items SET small = 3 RETURNING id) INSERT INTO items (id) SELECT id + 10 FROM d",
+     "0A000", ["data-modifying statement in WITH"]),
     ("CREATE TABLE badtype (x frobnicator)", "42704", ['"frobnicator"']),
     ("INSERT INTO items (id, small) VALUES (3, 70000)", "22003", ["smallint"]),
     ("UPDATE items SET small = 70000 WHERE id = 1", "22003", ["smallint out of range"]),  # PostgreSQL's words

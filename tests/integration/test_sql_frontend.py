@@ -271,3 +271,19 @@ def test_the_front_end_chosen_when_connecting(server):
                          timeout=60, env={**os.environ, "PGOPTIONS": "-c no_such_setting=1"}, check=True)
     assert out.stdout.strip() == "postgres"  # the default
     assert 'unrecognized configuration parameter "no_such_setting"' in out.stderr
+
+
+def test_the_older_path_refuses_update_from_and_reads_a_writes_with_list(server, ours):
+    """sqlglot's path cannot take one row per target row of UPDATE … FROM: it refuses it
+    (the front end of our own runs it: tests/slt/own/update_from.test). A WITH list before
+    UPDATE or DELETE is read there too."""
+    ours.execute("CREATE TABLE older_w (k int, v text)")
+    ours.execute("INSERT INTO older_w VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    with psycopg.connect(server.dsn, options="-c sql_frontend=sqlglot", autocommit=True) as c:
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as err:
+            c.execute("UPDATE older_w SET v = 'x' FROM t1 WHERE t1.a = older_w.k")
+        assert "UPDATE ... FROM" in str(err.value)
+        c.execute("WITH s AS (SELECT 2 AS x) UPDATE older_w SET v = 'z' WHERE k IN (SELECT x FROM s)")
+        c.execute("WITH s AS (SELECT 3 AS x) DELETE FROM older_w WHERE k IN (SELECT x FROM s)")
+        c.execute("WITH s AS (SELECT 4 AS x) INSERT INTO older_w SELECT x, 'd' FROM s")
+        assert c.execute("SELECT * FROM older_w ORDER BY k").fetchall() == [(1, "a"), (2, "z"), (4, "d")]

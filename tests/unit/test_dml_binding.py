@@ -183,3 +183,37 @@ def test_delete_using_the_table_itself_is_42712():
     with pytest.raises(SqlError) as err:
         parse_statement("DELETE FROM t USING t WHERE t.a = 1")
     assert (err.value.sqlstate, err.value.message) == ("42712", 'table name "t" specified more than once')
+
+
+def test_update_from_takes_each_row_once_by_its_number_without_a_key():
+    b = write("UPDATE t SET b = s.y FROM s WHERE s.x = t.a")
+    # the target's rows numbered, then one kept per number (DISTINCT ON, a second numbering)
+    assert b.spark_sql.upper().count("ROW_NUMBER()") == 2
+    assert len(b.types) == 2 * len(TARGETS)  # old and new rows only: the number is not a column
+
+
+def test_update_from_takes_each_row_once_by_its_primary_key():
+    keyed = [dml.Target(t.name, t.type, cast=t.cast, in_key=t.name == "a") for t in TARGETS]
+    b = write("UPDATE t AS z SET b = s.y FROM s WHERE s.x = z.a", keyed)
+    assert b.spark_sql.upper().count("ROW_NUMBER()") == 1  # DISTINCT ON the key alone
+    assert len(b.types) == 2 * len(TARGETS)
+
+
+@pytest.mark.parametrize("sql, state", [
+    ("UPDATE t SET b = 'x' FROM t WHERE true", "42712"),
+    ("UPDATE t AS z SET b = 'x' FROM s AS z WHERE true", "42712"),
+    ("UPDATE t SET a = s.y FROM s WHERE true", "42804"),
+    ("UPDATE t SET b = 'x' FROM s WHERE nosuch.x = 1", "42P01"),
+])
+def test_update_from_errors(sql, state):
+    with pytest.raises(SqlError) as err:
+        write(sql)
+    assert err.value.sqlstate == state
+
+
+def test_a_with_list_before_a_write_is_read_by_its_query():
+    b = write("WITH w AS (SELECT 5 AS n) UPDATE t SET a = (SELECT n FROM w) WHERE a = 1")
+    assert len(b.types) == 2 * len(TARGETS)
+    with pytest.raises(SqlError) as err:  # both lists naming one query
+        write("WITH w AS (SELECT 1) INSERT INTO t (a) WITH w AS (SELECT 2) SELECT 1")
+    assert err.value.sqlstate == "0A000"
