@@ -123,8 +123,6 @@ def _function_call(node: Node, in_from: bool = False) -> None:
 
 
 def _range_function(node: Node) -> None:
-    if node.get("ordinality"):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "WITH ORDINALITY is not supported")
     if node.get("is_rowsfrom"):
         raise SqlError(FEATURE_NOT_SUPPORTED, "ROWS FROM (...) is not supported")
     for item in node.get("functions") or ():

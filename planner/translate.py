@@ -19,7 +19,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from planner import jsonb_sql, pg_compat, pg_functions, spark_guard, typeof
-from planner.errors import DUPLICATE_ALIAS, UNDEFINED_TABLE, SqlError
+from planner.errors import DUPLICATE_ALIAS, FEATURE_NOT_SUPPORTED, UNDEFINED_TABLE, SqlError
 from planner.parser import sql_type, table_name
 from planner.types import SqlType
 
@@ -112,6 +112,8 @@ def resolve_tree(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
 def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
              params: dict[int, exp.Expression] | None = None) -> exp.Expression:
     _check_with_names(tree)
+    _refuse_outer_function_joins(tree)
+    _refuse_ordinality(tree)
     tree = tree.copy()
     pg_functions.mark_user_arithmetic(tree)
     names = _written_names(tree)
@@ -170,6 +172,27 @@ def _check_with_names(tree: exp.Expression) -> None:
             if name in seen:
                 raise SqlError(DUPLICATE_ALIAS, f'WITH query name "{name}" specified more than once')
             seen.add(name)
+
+
+def _refuse_ordinality(tree: exp.Expression) -> None:
+    """WITH ORDINALITY runs on the front end of our own only: sqlglot's tree reads it as
+    Spark's posexplode, whose number counts from 0 and comes first."""
+    if any(u.args.get("offset") for u in tree.find_all(exp.Unnest)) or \
+            any(t.args.get("ordinality") for t in tree.find_all(exp.Table)):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "WITH ORDINALITY is not supported in a query with a system catalog, "
+                                              "ROWS FROM or a column definition list")
+
+
+def _refuse_outer_function_joins(tree: exp.Expression) -> None:
+    """`a LEFT JOIN f(a.x) u ON c` keeps a's rows that f gives no row for (on c): sqlglot's
+    tree would be a LATERAL VIEW that drops them. The front end of our own runs ON true."""
+    for join in tree.find_all(exp.Join):
+        item = join.this
+        if join.side and (isinstance(item, exp.Unnest) or isinstance(item, exp.Table)
+                          and isinstance(item.this, exp.Func)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{join.side} JOIN of a set-returning function is supported only "
+                                                  "ON true, in a query without a system catalog",
+                           hint="Join with ON true and filter the rows in WHERE, or use a subquery.")
 
 
 def _table_oids(tree: exp.Expression, oids: dict[str, int]) -> None:

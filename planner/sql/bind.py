@@ -326,7 +326,9 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
         # A LATERAL item on the left sees the FROM items before the join: the whole join was
         # then bound as a LATERAL item (_lateral), one level in, those items beside it.
         left, lscope = self._from_item(j["larg"])
-        right, rscope = self._from_item(j["rarg"], beside=lscope)
+        function = j["rarg"].get("RangeFunction")  # implicitly LATERAL: `flat` where it names the left
+        right, rscope, flat = (self._function_item(function, (left, lscope)) if function is not None
+                               else (*self._from_item(j["rarg"], beside=lscope), False))
         width = len(p.columns(left))
         kind = {"JOIN_INNER": p.JoinKind.INNER, "JOIN_LEFT": p.JoinKind.LEFT,
                 "JOIN_RIGHT": p.JoinKind.RIGHT, "JOIN_FULL": p.JoinKind.FULL}[j["jointype"]]
@@ -334,7 +336,7 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
         rscope = (rscope.nullable() if kind in (p.JoinKind.LEFT, p.JoinKind.FULL) else rscope).shifted(width)
         scope = lscope.combine(rscope, None)
         lateral = _lateral(j["rarg"])
-        outer = p.refs_at(right, 1) if lateral and kind in (p.JoinKind.RIGHT, p.JoinKind.FULL) else []
+        outer = p.refs_at(right, 1 - flat) if (lateral or flat) and kind in (p.JoinKind.RIGHT, p.JoinKind.FULL) else []
         if outer:
             table = next(c.table for c in lscope.columns if c.index == outer[0].index)
             raise SqlError(INVALID_COLUMN_REFERENCE, f'invalid reference to FROM-clause entry for table "{table}"',
@@ -348,7 +350,7 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
             right_names = {c.name for c in rscope.columns if c.unqualified}
             using = [c.name for c in lscope.columns if c.unqualified and c.name in right_names]
         if using or j.get("isNatural"):
-            rel, scope = self._using_join(kind, left, right, lscope, rscope, using, j)
+            rel, scope = self._using_join(kind, left, right, lscope, rscope, using, j, flat)
         else:
             on = None
             if j.get("quals") is not None:
@@ -359,14 +361,14 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
                     self._levels.pop()
             elif kind is p.JoinKind.INNER:
                 kind = p.JoinKind.CROSS
-            rel = p.Join(kind, left, right, on, lateral=lateral)
+            rel = self._function_join(kind, left, right, on) if flat else p.Join(kind, left, right, on, lateral=lateral)
         alias = j.get("alias")
         if alias:
             scope = scope.aliased(alias["aliasname"], names(alias.get("colnames")))
         return rel, scope
 
     def _using_join(self, kind: p.JoinKind, left: p.Rel, right: p.Rel, lscope: Scope, rscope: Scope,
-                    using: list[str], j: dict) -> tuple[p.Rel, Scope]:
+                    using: list[str], j: dict, flat: bool = False) -> tuple[p.Rel, Scope]:
         conditions, merged, used_l, used_r = [], [], set(), set()
         for name in using:
             lc = _using_side(lscope, name, "left")
@@ -384,7 +386,8 @@ class Binder(AggregateBinding, ArrayBinding, RecordBinding, RecursiveBinding, Ta
         if kind is p.JoinKind.INNER and on is None:
             kind = p.JoinKind.CROSS
         width = len(p.columns(left)) + len(p.columns(right))
-        rel = p.Map(p.Join(kind, left, right, on), tuple(merged), tuple(using))
+        joined = self._function_join(kind, left, right, on) if flat else p.Join(kind, left, right, on)
+        rel = p.Map(joined, tuple(merged), tuple(using))
         alias = (j.get("join_using_alias") or {}).get("aliasname")
         out = [ScopeColumn(alias, name, width + i, e.type) for i, (name, e) in enumerate(zip(using, merged,
                                                                                           strict=True))]

@@ -10,7 +10,7 @@ named by the alias or after the function. `Binder`
 
 A function whose arguments name earlier items of a FROM list (PostgreSQL reads functions in
 FROM as LATERAL) becomes a FlatMap over them. Not here yet (the older path runs them): such
-a function inside an explicit JOIN, WITH ORDINALITY, ROWS FROM, column definition lists,
+a LEFT JOIN of such a function on a condition other than true, ROWS FROM, column definition lists,
 and functions of the system catalogs.
 """
 
@@ -102,9 +102,33 @@ class TableFunctionBinding:
     def _range_function(self, n: dict, left: tuple[p.Rel, Scope] | None = None) -> tuple[p.Rel, Scope]:
         """A function in FROM; `left`: the FROM items before it, which its arguments may name
         (the result then holds them too: a cross join, or a FlatMap where they are named)."""
+        rel, scope, lateral = self._function_item(n, left)
+        if left is None:
+            return rel, scope
+        before, before_scope = left
+        combined = before_scope.combine(scope.shifted(len(p.columns(before))), position_of({"RangeFunction": n}))
+        if lateral:
+            return p.FlatMap(before, (rel,)), combined
+        return p.Join(p.JoinKind.CROSS, before, rel, None), combined
+
+    @staticmethod
+    def _function_join(kind: p.JoinKind, left: p.Rel, function: p.TableFunction, on: p.Expr | None) -> p.Rel:
+        """`a [LEFT] JOIN f(a.x) AS u ON c`, f's arguments naming a (PostgreSQL reads a function
+        in FROM as LATERAL): a FlatMap over a, filtered by c; LEFT keeps a row of a for which f
+        gives no row, with NULLs (only ON true here)."""
+        if kind in (p.JoinKind.INNER, p.JoinKind.CROSS):
+            flat = p.FlatMap(left, (function,))
+            return p.Filter(flat, on) if on is not None else flat
+        if kind is p.JoinKind.LEFT and (on is None or on == p.Literal(True, coerce.BOOLEAN)):
+            return p.FlatMap(left, (function,), outer=True)
+        raise p.NotYet("a LEFT JOIN of a function naming the items before it, on a condition, is not covered yet")
+
+    def _function_item(self, n: dict, before: tuple[p.Rel, Scope] | None) -> tuple[p.TableFunction, Scope, bool]:
+        """A function in FROM, its scope, and whether its arguments name the items `before` it
+        (its arguments then refer to their columns at level 0)."""
         items = n["functions"]
-        if n.get("ordinality") or n.get("is_rowsfrom") or len(items) != 1:
-            raise p.NotYet("WITH ORDINALITY and ROWS FROM are not supported yet")
+        if n.get("is_rowsfrom") or len(items) != 1:
+            raise p.NotYet("ROWS FROM is not supported yet")
         call, column_defs = items[0]["List"]["items"]
         if column_defs or node_type(call) != "FuncCall":
             raise p.NotYet("a column definition list is not supported yet")
@@ -120,9 +144,9 @@ class TableFunctionBinding:
         except SqlError as err:
             if err.sqlstate not in (UNDEFINED_COLUMN, UNDEFINED_TABLE):
                 raise
-            if left is None:  # the first FROM item, or inside a JOIN: nothing before it here
+            if before is None:  # the first FROM item: nothing before it here
                 raise p.NotYet(f"{name} in FROM referring to other FROM items is not supported here yet") from None
-            func, args, result = self._table_function_call(fc, left[1])  # its errors are PostgreSQL's
+            func, args, result = self._table_function_call(fc, before[1])  # its errors are PostgreSQL's
             lateral = True
         alias = n.get("alias")
         table = alias["aliasname"] if alias else name
@@ -130,19 +154,16 @@ class TableFunctionBinding:
             columns = tuple(p.Column(c, t) for c, t in RECORDS[name])
         else:
             columns = (p.Column(OUT_NAMES.get(name, table), result),)
-        _check_series(func, args, numeric_scale.output_scales(left[0]) if lateral else [])
-        rel = p.TableFunction(func, args, columns)
+        ordinality = bool(n.get("ordinality"))
+        if ordinality:  # WITH ORDINALITY: each row's number, from 1
+            columns = (*columns, p.Column("ordinality", column_type("bigint")))
+        _check_series(func, args, numeric_scale.output_scales(before[0]) if lateral and before else [])
+        rel = p.TableFunction(func, args, columns, ordinality)
         scope = item_scope(table, columns, _names(alias.get("colnames")) if alias else [])
         if len(columns) == 1 and scope.columns[0].name != table:  # the item's name is its value too
             whole = ScopeColumn(None, table, 0, columns[0].type, in_star=False, whole_row=True)
             scope = Scope((*scope.columns, whole), scope.tables)
-        if left is None:
-            return rel, scope
-        before, before_scope = left
-        combined = before_scope.combine(scope.shifted(len(p.columns(before))), position_of({"RangeFunction": n}))
-        if lateral:
-            return p.FlatMap(before, (rel,)), combined
-        return p.Join(p.JoinKind.CROSS, before, rel, None), combined
+        return rel, scope, lateral
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ Pure: operator trees in, Spark SQL text out.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -125,7 +125,7 @@ def _delta(rel: p.Rel, leaf: tuple[p.Rel, p.Rel] | None = None) -> p.Rel:
                 for e in f.args:
                     _row_by_row(e)
             added = sum(len(f.columns) for f in funcs)
-            return _carried(p.FlatMap(_delta(inner, leaf), funcs), inner, added)
+            return _carried(replace(rel, input=_delta(inner, leaf)), inner, added)
         case p.Project(input=inner, outputs=outputs, names=names):
             w = len(p.columns(inner))
             return p.Project(_delta(inner, leaf), (*outputs, w, w + 1), (*names, DELTA_TS, DELTA_DIFF))

@@ -164,7 +164,7 @@ def _function_scales(f: p.TableFunction, inputs: Scales) -> Scales:
     if f.func.name == "generate_series" and f.func.result == "numeric":
         # the start, then start + i * step: the start's scale where it is the larger (the
         # binder refuses a step with more digits)
-        return [expr_scale(f.args[0], inputs)]
+        return [expr_scale(f.args[0], inputs)] + [None] * f.ordinality
     return [None] * len(f.columns)
 
 

@@ -396,7 +396,8 @@ class TableFunction:
 
     func: Function
     args: tuple[Expr, ...]
-    columns: tuple[Column, ...]
+    columns: tuple[Column, ...]  # WITH ORDINALITY: the last is the row's number, bigint from 1
+    ordinality: bool = False
 
 
 @dataclass(frozen=True)
@@ -410,6 +411,7 @@ class FlatMap:
 
     input: Rel
     funcs: tuple[TableFunction, ...]
+    outer: bool = False  # LEFT JOIN f(…) ON true: an input row f gives no row for is kept, with NULLs
 
 
 @dataclass(frozen=True)

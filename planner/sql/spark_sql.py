@@ -184,12 +184,12 @@ class _Generator:
                 alias = next(self.aliases)
                 return exp.select(*(_as(exp.column(f"c{i}", alias), i) for i in range(len(cols)))).from_(
                     exp.to_table(self.iterations[name]).as_(alias))
-            case p.FlatMap(input=inner, funcs=funcs):
+            case p.FlatMap(input=inner, funcs=funcs, outer=outer):
                 # the input's columns beside Spark's generator over each row's values
                 q, cols = self._source(inner)
                 each = spark_table_functions.lockstep(
                     funcs, [[self.scalar(a, cols) for a in f.args] for f in funcs],
-                    [next(self.lambdas) for _ in funcs], _template, len(cols))
+                    [next(self.lambdas) for _ in funcs], _template, len(cols), outer)
                 return q.select(*(_as(e, i) for i, e in enumerate(cols)), each)
         raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
 

@@ -41,22 +41,38 @@ def select(rel: p.TableFunction, args: list[exp.Expression], var: str, filled: F
 
 
 def generator(rel: p.TableFunction, args: list[exp.Expression], var: str, filled: Filler,
-              first: int) -> exp.Expression:
-    """The select item of `rel`'s values, its columns named c{first}, c{first + 1}, ..."""
+              first: int, outer: bool = False) -> exp.Expression:
+    """The select item of `rel`'s values, its columns named c{first}, c{first + 1}, ...;
+    `outer`: a row of NULLs where there are no values (Spark's explode_outer)."""
     values = _values(rel.func, args, rel.columns[0].type, var, filled)
-    if len(rel.columns) == 1:
-        return exp.Alias(this=exp.Explode(this=values), alias=exp.to_identifier(f"c{first}"))
+    if rel.ordinality:
+        values = _numbered(rel, values, var, filled)
+    elif len(rel.columns) == 1:
+        explode = exp.Anonymous(this="explode_outer", expressions=[values]) if outer else exp.Explode(this=values)
+        return exp.Alias(this=explode, alias=exp.to_identifier(f"c{first}"))
     names = [exp.to_identifier(f"c{first + i}") for i in range(len(rel.columns))]
-    return exp.Aliases(this=exp.Anonymous(this="inline", expressions=[values]), expressions=names)
+    inline = "inline_outer" if outer else "inline"
+    return exp.Aliases(this=exp.Anonymous(this=inline, expressions=[values]), expressions=names)
+
+
+def _numbered(rel: p.TableFunction, values: exp.Expression, var: str, filled: Filler) -> exp.Expression:
+    """WITH ORDINALITY: each value (or each record's fields) beside its number from 1, in
+    the order of the array, one struct per row for `inline`."""
+    value, number = f"{var}_v", f"{var}_n"
+    width = len(rel.columns) - 1
+    fields = [value] if width == 1 else [f"{value}.{c.name}" for c in rel.columns[:width]]
+    pairs = ", ".join(f"'f{i}', {f}" for i, f in enumerate(fields))
+    return filled(f"transform({{0}}, ({value}, {number}) -> named_struct({pairs}, 'f{width}', "
+                  f"cast({number} + 1 as bigint)))", [values])
 
 
 def lockstep(funcs: tuple[p.TableFunction, ...], args: list[list[exp.Expression]], variables: list[str],
-             filled: Filler, first: int) -> exp.Expression:
+             filled: Filler, first: int, outer: bool = False) -> exp.Expression:
     """The select item of several functions' values side by side, as PostgreSQL runs the
     set-returning functions of a select list: as many rows as the longest gives, the
     others NULL past their end (arrays_zip pads so; a NULL array counts as empty)."""
     if len(funcs) == 1:
-        return generator(funcs[0], args[0], variables[0], filled, first)
+        return generator(funcs[0], args[0], variables[0], filled, first, outer)
     arrays = [exp.Coalesce(this=_values(f.func, a, f.columns[0].type, v, filled),
                            expressions=[exp.Anonymous(this="array", expressions=[])])
               for f, a, v in zip(funcs, args, variables, strict=True)]

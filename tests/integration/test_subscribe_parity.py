@@ -358,6 +358,25 @@ def test_set_returning_functions_in_the_select_list_are_linear(server):
     cur.close()
 
 
+def test_a_left_join_of_a_function_with_ordinality_is_linear(server):
+    # LEFT JOIN unnest(…) WITH ORDINALITY ON true keeps a row whose array is NULL or empty
+    # (explode_outer), each update's rows computed over the batch alone
+    t = fresh("ordl")
+    query = f"SELECT k, u.* FROM {t} LEFT JOIN unnest(tags) WITH ORDINALITY AS u(tag, n) ON true"
+    with connect(server) as c:
+        c.execute(f"CREATE TABLE {t} (k int, tags text[])")
+        c.execute(f"INSERT INTO {t} VALUES (1, ARRAY['a', 'b']), (2, NULL)")
+        assert next(r[0] for r in c.execute(f"EXPLAIN SUBSCRIBE ({query})")) == "strategy: linear"
+    cur = Cursor(server, f"SUBSCRIBE ({query})")
+    with connect(server) as c:
+        c.execute(f"INSERT INTO {t} VALUES (3, '{{}}'), (4, ARRAY['x'])")
+        c.execute(f"DELETE FROM {t} WHERE k = 1")
+        want = {tuple(r): 1 for r in c.execute(query)}
+    assert want == {(2, None, None): 1, (3, None, None): 1, (4, "x", 1): 1}
+    assert state(cur.until(lambda r: state(r) == want, what=str(want))) == want
+    cur.close()
+
+
 def test_rows_as_json_under_subscribe_are_select_s(server):
     # row_to_json(t) is linear; json_agg(t) and json_agg(x) are recomputed (their UDFs were
     # missing from the guard's list: SUBSCRIBE of json_agg failed with 42883)

@@ -82,7 +82,6 @@ def test_jsonpath_operators_are_not_supported(sql):
     ("CREATE TEMP TABLE tt (a int)", "0A000", "CREATE TEMPORARY TABLE is not supported"),
     ("CREATE TEMPORARY VIEW tv AS SELECT 1", "0A000", "CREATE TEMPORARY VIEW is not supported"),
     ("SELECT * FROM t TABLESAMPLE SYSTEM (10)", "0A000", "TABLESAMPLE is not supported"),
-    ("SELECT * FROM unnest(array[1]) WITH ORDINALITY", "0A000", "WITH ORDINALITY is not supported"),
 ])
 def test_refused_clauses_and_types(sql, sqlstate, message):
     err = _error(sql)

@@ -73,7 +73,7 @@ def test_a_name_created_after_a_miss_and_queries_not_covered(parses):
     assert getattr(err.value, "sqlstate", None) == "42P01"  # errors are not remembered
     catalog.items["u1"] = Item("u1", "t", "table", (Column("a", INT),), 1)
     assert bound_query.plan("SELECT * FROM t", catalog, _resolver_for(catalog)).names == ["a"]
-    ordinality = "SELECT * FROM generate_series(1, 3) WITH ORDINALITY"
+    ordinality = "SELECT * FROM ROWS FROM (generate_series(1, 3))"
     assert bound_query.plan(ordinality, catalog, _resolver_for(catalog)) is None  # the sqlglot path's
     assert bound_query.plan(ordinality, catalog, _resolver_for(catalog)) is None
     assert parses.count(ordinality) == 1

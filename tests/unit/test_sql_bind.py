@@ -187,11 +187,32 @@ def test_function_in_from_errors(sql, sqlstate, message):
 
 
 def test_functions_in_from_not_covered_yet_go_to_the_older_path():
-    for sql in ("SELECT * FROM t1 JOIN generate_series(1, a) g ON true",
-                "SELECT * FROM generate_series(1, 3) WITH ORDINALITY",
+    for sql in ("SELECT * FROM t1 LEFT JOIN generate_series(1, a) g ON g > 1",
+                "SELECT * FROM ROWS FROM (generate_series(1, 3))",
                 "SELECT * FROM pg_get_keywords()"):
         with pytest.raises(p.NotYet):
             _bind(sql)
+
+
+def _first(rel, cls):
+    """The first relation of type `cls` down `rel`'s inputs."""
+    while not isinstance(rel, cls):
+        rel = rel.input
+    return rel
+
+
+def test_a_function_joined_to_the_items_it_names_is_a_flat_map():
+    inner = _bind("SELECT * FROM t1 JOIN generate_series(1, a) g ON g > b")
+    assert isinstance(_first(inner, p.Filter).input, p.FlatMap)
+    outer = _bind("SELECT * FROM t1 LEFT JOIN LATERAL generate_series(1, a) WITH ORDINALITY g ON true")
+    flat = _first(outer, p.FlatMap)
+    assert flat.outer and flat.funcs[0].ordinality
+    assert [c.name for c in p.columns(outer)][-2:] == ["g", "ordinality"]
+    plain = _bind("SELECT * FROM t1 LEFT JOIN generate_series(1, 3) g ON g = a")  # naming nothing: a join
+    assert _first(plain, p.Join).kind is p.JoinKind.LEFT
+    with pytest.raises(SqlError) as err:
+        _bind("SELECT * FROM t1 RIGHT JOIN generate_series(1, a) g ON true")
+    assert err.value.sqlstate == "42P10"
 
 
 def test_select_list_functions_run_in_lockstep_over_the_from():

@@ -45,3 +45,18 @@ def test_array_agg_follows_postgres():
 ])
 def test_output_names_of_functions(sql: str, name: str) -> None:
     assert sqlglot.parse_one(spark_sql(sql), read="spark").expressions[-1].alias == name
+
+
+@pytest.mark.parametrize(("sql", "words"), [
+    # Spark's LATERAL VIEW would drop the rows the function gives nothing for
+    ("SELECT * FROM t LEFT JOIN unnest(ARRAY[x]) u ON u = 1", "LEFT JOIN of a set-returning function"),
+    ("SELECT * FROM t FULL JOIN generate_series(1, 2) g ON g = x", "FULL JOIN of a set-returning function"),
+    # posexplode's number counts from 0 and comes first
+    ("SELECT * FROM unnest(ARRAY[1]) WITH ORDINALITY", "WITH ORDINALITY"),
+    ("SELECT * FROM generate_series(1, 2) WITH ORDINALITY AS g(a, b)", "WITH ORDINALITY"),
+])
+def test_the_older_path_refuses_what_it_would_answer_wrongly(sql: str, words: str) -> None:
+    from planner.errors import SqlError
+    with pytest.raises(SqlError) as err:
+        spark_sql(sql)
+    assert err.value.sqlstate == "0A000" and words in err.value.message
