@@ -15,7 +15,7 @@ refusals are CREATE TABLE's own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pglast
 from pglast.stream import RawStream
@@ -25,6 +25,7 @@ from planner import pg_parse, table_keys
 from planner import statements as st
 from planner.errors import FEATURE_NOT_SUPPORTED, SqlError
 from planner.pg_parse import Node
+from planner.sequences import sequence_name
 from planner.table_checks import CheckSpec, check_spec
 from planner.table_foreign_keys import ForeignKeySpec, foreign_key_spec
 from planner.table_keys import KeySpec
@@ -223,6 +224,18 @@ def _set_identity(cmd: Node) -> SetIdentity:
     return SetIdentity(cmd["name"], generated, tuple(options))
 
 
+def _sequence_name(column: object) -> str | None:
+    """An identity column's `SEQUENCE NAME`, taken off its options: pglast's deparser
+    writes it as `SEQUENCE_NAME (…)`, which no parser reads."""
+    for constraint in getattr(column, "constraints", None) or ():
+        options = list(getattr(constraint, "options", None) or ())
+        named = sequence_name(options)
+        if named is not None:
+            constraint.options = tuple(o for o in options if o.defname != "sequence_name") or None
+            return named
+    return None
+
+
 def _relation(relation: Node, name_of: NameReader) -> str:
     return name_of(relation.get("schemaname"), relation["relname"])
 
@@ -232,8 +245,11 @@ def _action(cmd: Node, obj, text: str, read_table: ColumnReader, read_expression
     cascade = cmd.get("behavior") == "DROP_CASCADE"
     match subtype:
         case "AT_AddColumn":
+            named = _sequence_name(obj.def_)
             table = read_table(f"CREATE TABLE __alter ({RawStream()(obj.def_)})")
             column = table.columns[0]
+            if named is not None and column.sequence is not None:
+                column = replace(column, sequence=replace(column.sequence, name=named))
             keys = [AddKey(KeySpec((column.name,), k.primary, k.name)) for k in table.keys]
             return [AddColumn(column, bool(cmd.get("missing_ok"))), *keys, *(AddCheck(c) for c in table.checks)]
         case "AT_DropColumn":

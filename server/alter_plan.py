@@ -33,9 +33,11 @@ MAX_ATTNUM = "max_attnum"  # details: the highest attnum a dropped column had
 
 @dataclass(frozen=True)
 class NewColumn:
-    """A column ADD COLUMN made: existing rows get its default as it was when added."""
+    """A column ADD COLUMN made: existing rows get its default as it was when added, or,
+    for a serial or identity column, each its own next value of `sequence` (made with it)."""
 
     default: exp.Expression | None
+    sequence: str | None = None  # the id of the sequence among AlterPlan.created
 
 
 @dataclass
@@ -71,7 +73,7 @@ class _Work:
         self.notices: list[tuple[str, str]] = []
         self.validate: list[str] = []  # checks added, to be checked against the rows
         self.created: list[Item] = []  # sequences for identity columns
-        self.dropped: list[Item] = []  # DROP IDENTITY: their sequences
+        self.dropped: list[Item] = []  # sequences of DROP IDENTITY and of dropped columns
         self.max_attnum = max([*table.attnums(), table.details.get(MAX_ATTNUM, 0)])
 
     # -- helpers ------------------------------------------------------------------------
@@ -150,16 +152,36 @@ class _Work:
                                                "already exists, skipping")))
                 return
             raise SqlError(DUPLICATE_COLUMN, f'column "{col.name}" of relation "{self.table.name}" already exists')
-        if col.sequence is not None or (col.default is not None and nextval_literal(col.default) is not None):
-            # Each existing row would take its own value: ALTER TABLE fills them with one.
-            raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER TABLE ... ADD COLUMN of a serial or identity column, or "
-                                                  "with a DEFAULT of nextval, is not supported",
-                           hint="Add the column with ADD COLUMN c integer, then SET DEFAULT nextval('seq').")
+        if col.sequence is None and col.default is not None and nextval_literal(col.default) is not None:
+            # Each existing row would take its own value of a sequence that exists already.
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER TABLE ... ADD COLUMN with a DEFAULT of nextval is not "
+                                                  "supported",
+                           hint="Add the column with ADD COLUMN c integer, then SET DEFAULT nextval('seq'), or add "
+                                "it as serial.")
         self.max_attnum += 1
         column = Column(col.name, col.type, col.not_null,
                         col.default.sql("postgres") if col.default is not None else None, self.max_attnum)
+        sequence = None
+        if col.sequence is not None:  # serial or identity: a sequence of its own, drawn from row by row
+            sequence = self._new_sequence(column.name, col.sequence)
+            column = (dataclasses.replace(column, default=nextval_default(sequence.name))
+                      if col.sequence.identity is None else dataclasses.replace(column, identity=col.sequence.identity))
         self.table = dataclasses.replace(self.table, columns=(*self.table.columns, column))
-        self.sources.append(NewColumn(col.default))
+        self.sources.append(NewColumn(col.default, sequence.id if sequence is not None else None))
+
+    def _new_sequence(self, column: str, generated: table_sequences.ColumnSequence) -> Item:
+        """The sequence a serial or identity column owns, named as PostgreSQL names it
+        (`t_c_seq`, `t_c_seq1`, … while the name is taken), unless SEQUENCE NAME gave one."""
+        taken = {i.name for i in self.catalog.items.values()} | self.catalog.index_names() | \
+            {i.name for i in self.created}
+        name = generated.name or table_keys.chosen_name(self.table.name, column, "seq", taken)
+        if name in taken:
+            raise SqlError("42P07", f'relation "{name}" already exists')
+        made = Item(self.catalog.allocate_id(), name, sequences.KIND, (), self.old.created_at,
+                    details=sequences.details(generated.spec, seq.start_state(generated.spec),
+                                              (self.table.id, column), generated.identity is not None))
+        self.created.append(made)
+        return made
 
     def _identity(self, name: str, if_not: bool) -> int | None:
         """The position of identity column `name`; 55000 for another column (with `if_not`,
@@ -188,14 +210,7 @@ class _Work:
             raise SqlError("55000", f"{where} already has a default value")
         if not column.not_null:
             raise SqlError("55000", f"{where} must be declared NOT NULL before identity can be added")
-        taken = {i.name for i in self.catalog.items.values()} | self.catalog.index_names() | \
-            {i.name for i in self.created}
-        name = generated.name or table_keys.chosen_name(self.table.name, column.name, "seq", taken)
-        if name in taken:
-            raise SqlError("42P07", f'relation "{name}" already exists')
-        self.created.append(Item(self.catalog.allocate_id(), name, sequences.KIND, (), self.old.created_at,
-                                 details=sequences.details(generated.spec, seq.start_state(generated.spec),
-                                                           (self.table.id, column.name), True)))
+        self._new_sequence(column.name, generated)
         self._set_column(pos, dataclasses.replace(column, identity=generated.identity))
 
     def _drop_column(self, action: alt.DropColumn) -> None:
@@ -247,6 +262,7 @@ class _Work:
         pos = self._position(name)
         dropped = self.table.columns[pos]
         self.max_attnum = max(self.max_attnum, dropped.attnum or 0)
+        self.dropped += sequences.owned_by(self.catalog, self.table.id, name)  # a serial's sequence goes with it
         # As PostgreSQL: the keys and indexes on the column go with it.
         self.table = dataclasses.replace(
             self.table, columns=self.table.columns[:pos] + self.table.columns[pos + 1:],

@@ -30,11 +30,13 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner import alter_syntax as alt
+from planner import sequences as seq
 from planner import table_checks
 from planner.errors import (
     DUPLICATE_TABLE,
@@ -44,7 +46,7 @@ from planner.errors import (
     SqlError,
 )
 from planner.parser import parse_one
-from server import alter_checks, check_constraints, foreign_keys, writes
+from server import alter_checks, check_constraints, foreign_keys, sequences, writes
 from server.alter_plan import DUPLICATE_COLUMN, UNDEFINED_COLUMN, AlterPlan, NewColumn, plan_alter
 from server.catalog import Catalog
 from server.catalog_items import Item
@@ -87,9 +89,15 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
             await _validate_checks(coord, planned, None)
             await coord.commit(_ops(planned, coord.catalog), {})
             return CommandDone("ALTER TABLE", notices=notices)
-        fills = {pos: await _default_value(session, planned.table, pos, source.default)
-                 for pos, source in enumerate(planned.sources) if isinstance(source, NewColumn)}
-        rows = _rewritten(await coord.current_rows(table), planned, fills)
+        current = await coord.current_rows(table)
+        fills: dict[int, object] = {}
+        for pos, source in enumerate(planned.sources):
+            if isinstance(source, NewColumn) and source.sequence is not None:
+                current = _one_line_per_row(current)
+                fills[pos] = _drawn(planned, source.sequence, current.num_rows)
+            elif isinstance(source, NewColumn):
+                fills[pos] = await _default_value(session, planned.table, pos, source.default)
+        rows = _rewritten(current, planned, fills)
         _check_rows(planned.table, table, rows)
         await _validate_checks(coord, planned, rows)
         await coord.commit(_ops(planned, coord.catalog), {table.id: rows})
@@ -153,9 +161,38 @@ async def _default_value(session: StatementContext, table: Item, pos: int, defau
     return result.table.column(0)[0].as_py()
 
 
+def _one_line_per_row(rows: pa.Table) -> pa.Table:
+    """`rows` with each copy of a row on its own line (diff 1), in the order they were
+    written: each takes its own value of a sequence."""
+    rows = rows.take(pc.sort_indices(rows, [(TS, "ascending")]))
+    copies = rows.column(DIFF).to_numpy()
+    if (copies == 1).all():
+        return rows
+    rows = rows.take(np.repeat(np.arange(len(copies)), copies))
+    return rows.set_column(rows.schema.get_field_index(DIFF), DIFF, pa.repeat(pa.scalar(1, rows.schema.field(DIFF).type),
+                                                                             rows.num_rows))
+
+
+def _drawn(planned: AlterPlan, sequence_id: str, count: int) -> pa.Array:
+    """`count` values of the new sequence `sequence_id`, as nextval would give them one by
+    one, and the sequence among `planned.created` left where they leave it; 2200H past its
+    range, as nextval's (a CYCLE sequence is not wound round here)."""
+    k, made = next((k, s) for k, s in enumerate(planned.created) if s.id == sequence_id)
+    spec = sequences.spec_of(made)
+    values = [spec.start + i * spec.increment for i in range(count)]
+    if values and not spec.minvalue <= values[-1] <= spec.maxvalue:
+        bound, word = (spec.maxvalue, "maximum") if spec.increment > 0 else (spec.minvalue, "minimum")
+        raise SqlError(seq.SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+                       f'nextval: reached {word} value of sequence "{made.name}" ({bound})')
+    if values:
+        planned.created[k] = dataclasses.replace(made, details={**made.details, "last_value": values[-1],
+                                                                "is_called": True})
+    return pa.array(values, pa.int64())
+
+
 def _rewritten(current: pa.Table, planned: AlterPlan, fills: dict[int, object]) -> pa.Table:
     """The table's rows in its new layout: kept columns moved to their new positions, new
-    ones holding their default."""
+    ones holding their default (or, an array, a value per row)."""
     n = current.num_rows
     columns = []
     for pos, source in enumerate(planned.sources):
@@ -165,7 +202,9 @@ def _rewritten(current: pa.Table, planned: AlterPlan, fills: dict[int, object]) 
             columns.append(current.column(physical(source)))
             continue
         value = fills[pos]
-        if value is None:
+        if isinstance(value, pa.Array):
+            columns.append(value.cast(typ))
+        elif value is None:
             columns.append(pa.nulls(n, typ))
         else:
             one = writes.column_array([writes.check_value(planned.table, pos, value)], typ, column.name)
