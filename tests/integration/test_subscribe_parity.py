@@ -337,44 +337,46 @@ def test_bigint_sum_widens_to_numeric(server):
     cur.close()
 
 
+def _linear_like_select(server, t: str, query: str, columns: str, before: list[str], after: list[str]) -> dict:
+    """SUBSCRIBE to `query` over a table `t` (`columns`) after the `before` statements,
+    planned linear; once the `after` statements run, its state is SELECT's, which it returns."""
+    with connect(server) as c:
+        c.execute(f"CREATE TABLE {t} ({columns})")
+        for sql in before:
+            c.execute(sql)
+        assert next(r[0] for r in c.execute(f"EXPLAIN SUBSCRIBE ({query})")) == "strategy: linear"
+    cur = Cursor(server, f"SUBSCRIBE ({query})")
+    with connect(server) as c:
+        for sql in after:
+            c.execute(sql)
+        want: dict = {}
+        for r in c.execute(query):
+            want[tuple(r)] = want.get(tuple(r), 0) + 1
+    assert state(cur.until(lambda r: state(r) == want, what=str(want))) == want
+    cur.close()
+    return want
+
+
 def test_set_returning_functions_in_the_select_list_are_linear(server):
     # Each update's rows of generate_series carry its diff: a DELETE retracts exactly the
     # rows its INSERT gave, computed over the batch alone.
     t = fresh("srf")
-    query = f"SELECT k, generate_series(1, n) AS i, jsonb_array_elements_text(j) AS e FROM {t}"
-    with connect(server) as c:
-        c.execute(f"CREATE TABLE {t} (k int, n int, j jsonb)")
-        c.execute(f"INSERT INTO {t} VALUES (1, 2, '[\"a\"]'), (2, 0, '[]')")
-        assert next(r[0] for r in c.execute(f"EXPLAIN SUBSCRIBE ({query})")) == "strategy: linear"
-    cur = Cursor(server, f"SUBSCRIBE ({query})")
-    with connect(server) as c:
-        c.execute(f"INSERT INTO {t} VALUES (3, 3, '[\"x\", \"y\"]')")
-        c.execute(f"DELETE FROM {t} WHERE k = 1")
-        want = {}
-        for r in c.execute(query):
-            want[tuple(r)] = want.get(tuple(r), 0) + 1
+    want = _linear_like_select(
+        server, t, f"SELECT k, generate_series(1, n) AS i, jsonb_array_elements_text(j) AS e FROM {t}",
+        "k int, n int, j jsonb", [f"INSERT INTO {t} VALUES (1, 2, '[\"a\"]'), (2, 0, '[]')"],
+        [f"INSERT INTO {t} VALUES (3, 3, '[\"x\", \"y\"]')", f"DELETE FROM {t} WHERE k = 1"])
     assert want == {(3, 1, "x"): 1, (3, 2, "y"): 1, (3, 3, None): 1}
-    assert state(cur.until(lambda r: state(r) == want, what=str(want))) == want
-    cur.close()
 
 
 def test_a_left_join_of_a_function_with_ordinality_is_linear(server):
     # LEFT JOIN unnest(…) WITH ORDINALITY ON true keeps a row whose array is NULL or empty
     # (explode_outer), each update's rows computed over the batch alone
     t = fresh("ordl")
-    query = f"SELECT k, u.* FROM {t} LEFT JOIN unnest(tags) WITH ORDINALITY AS u(tag, n) ON true"
-    with connect(server) as c:
-        c.execute(f"CREATE TABLE {t} (k int, tags text[])")
-        c.execute(f"INSERT INTO {t} VALUES (1, ARRAY['a', 'b']), (2, NULL)")
-        assert next(r[0] for r in c.execute(f"EXPLAIN SUBSCRIBE ({query})")) == "strategy: linear"
-    cur = Cursor(server, f"SUBSCRIBE ({query})")
-    with connect(server) as c:
-        c.execute(f"INSERT INTO {t} VALUES (3, '{{}}'), (4, ARRAY['x'])")
-        c.execute(f"DELETE FROM {t} WHERE k = 1")
-        want = {tuple(r): 1 for r in c.execute(query)}
+    want = _linear_like_select(
+        server, t, f"SELECT k, u.* FROM {t} LEFT JOIN unnest(tags) WITH ORDINALITY AS u(tag, n) ON true",
+        "k int, tags text[]", [f"INSERT INTO {t} VALUES (1, ARRAY['a', 'b']), (2, NULL)"],
+        [f"INSERT INTO {t} VALUES (3, '{{}}'), (4, ARRAY['x'])", f"DELETE FROM {t} WHERE k = 1"])
     assert want == {(2, None, None): 1, (3, None, None): 1, (4, "x", 1): 1}
-    assert state(cur.until(lambda r: state(r) == want, what=str(want))) == want
-    cur.close()
 
 
 def test_rows_as_json_under_subscribe_are_select_s(server):
