@@ -185,14 +185,14 @@ def _refuse_ordinality(tree: exp.Expression) -> None:
 
 def _refuse_outer_function_joins(tree: exp.Expression) -> None:
     """`a LEFT JOIN f(a.x) u ON c` keeps a's rows that f gives no row for (on c): sqlglot's
-    tree would be a LATERAL VIEW that drops them. The front end of our own runs ON true."""
+    tree would be a LATERAL VIEW that drops them. The front end of our own runs it."""
     for join in tree.find_all(exp.Join):
         item = join.this
         if join.side and (isinstance(item, exp.Unnest) or isinstance(item, exp.Table)
                           and isinstance(item.this, exp.Func)):
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{join.side} JOIN of a set-returning function is supported only "
-                                                  "ON true, in a query without a system catalog",
-                           hint="Join with ON true and filter the rows in WHERE, or use a subquery.")
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{join.side} JOIN of a set-returning function is not supported "
+                                                  "in a query with a system catalog or on a condition with a subquery",
+                           hint="Read the system catalog in a subquery of its own.")
 
 
 def _table_oids(tree: exp.Expression, oids: dict[str, int]) -> None:

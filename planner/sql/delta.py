@@ -120,12 +120,18 @@ def _delta(rel: p.Rel, leaf: tuple[p.Rel, p.Rel] | None = None) -> p.Rel:
             for e in exprs:
                 _row_by_row(e)
             return _carried(p.Map(_delta(inner, leaf), exprs, names), inner, len(exprs))
-        case p.FlatMap(input=inner, funcs=funcs):
-            for f in funcs:
-                for e in f.args:
-                    _row_by_row(e)
+        case p.FlatMap(input=inner, funcs=funcs, on=on):
+            for e in [a for f in funcs for a in f.args] + ([on] if on is not None else []):
+                _row_by_row(e)
             added = sum(len(f.columns) for f in funcs)
-            return _carried(replace(rel, input=_delta(inner, leaf)), inner, added)
+            w = len(p.columns(inner))  # `on` reads the functions' columns past the delta's two
+
+            def past(e: object) -> p.Expr | None:
+                return replace(e, index=e.index + 2) if isinstance(e, p.ColRef) and e.level == 0 and e.index >= w \
+                    else None
+
+            flat = replace(rel, input=_delta(inner, leaf), on=p.transform(on, past) if on is not None else None)
+            return _carried(flat, inner, added)
         case p.Project(input=inner, outputs=outputs, names=names):
             w = len(p.columns(inner))
             return p.Project(_delta(inner, leaf), (*outputs, w, w + 1), (*names, DELTA_TS, DELTA_DIFF))

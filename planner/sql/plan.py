@@ -411,7 +411,8 @@ class FlatMap:
 
     input: Rel
     funcs: tuple[TableFunction, ...]
-    outer: bool = False  # LEFT JOIN f(…) ON true: an input row f gives no row for is kept, with NULLs
+    outer: bool = False  # LEFT JOIN f(…) ON c: an input row f gives no row for (on c) is kept, with NULLs
+    on: Expr | None = None  # c, over the input's columns and then the functions': the rows kept
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import lru_cache, partial
+from functools import partial
 
-import sqlglot
 from sqlglot import exp
 
 from planner import (
@@ -42,6 +41,9 @@ from planner.sql import (
 )
 from planner.sql import plan as p
 from planner.sql.coerce import BOOLEAN, TEXT, UNKNOWN
+from planner.sql.spark_templates import check_template as _check_template
+from planner.sql.spark_templates import filled as _template
+from planner.sql.spark_templates import no_subquery_in_lambda as _no_subquery_in_lambda
 from planner.translate import SESSION_FUNCTIONS, SessionContext
 from planner.types import BY_NAME, SqlType
 
@@ -184,12 +186,14 @@ class _Generator:
                 alias = next(self.aliases)
                 return exp.select(*(_as(exp.column(f"c{i}", alias), i) for i in range(len(cols)))).from_(
                     exp.to_table(self.iterations[name]).as_(alias))
-            case p.FlatMap(input=inner, funcs=funcs, outer=outer):
-                # the input's columns beside Spark's generator over each row's values
+            case p.FlatMap(input=inner, funcs=funcs, outer=outer, on=on):
+                # the input's columns beside Spark's generator over each row's values (those
+                # `on` keeps: a condition over the input's columns and the values' fields)
                 q, cols = self._source(inner)
+                keep = (lambda fields: self.scalar(on, [*cols, *fields])) if on is not None else None
                 each = spark_table_functions.lockstep(
                     funcs, [[self.scalar(a, cols) for a in f.args] for f in funcs],
-                    [next(self.lambdas) for _ in funcs], _template, len(cols), outer)
+                    [next(self.lambdas) for _ in funcs], _template, len(cols), outer, keep)
                 return q.select(*(_as(e, i) for i, e in enumerate(cols)), each)
         raise p.NotYet(f"{type(rel).__name__} cannot run on Spark yet")
 
@@ -953,41 +957,6 @@ def _decimal_type(d: Decimal) -> str:
     scale = max(0, -exponent)
     precision = max(len(digits) + max(0, exponent), scale + 1)  # 1e3 is 1000: four digits
     return f"DECIMAL({min(precision, 38)},{min(scale, 38)})"
-
-
-def _no_subquery_in_lambda(name: str, template: str, args: tuple[p.Expr, ...]) -> None:
-    """Spark refuses a subquery inside a higher-order function (exists, forall, transform)
-    and its arguments: such a call of `name` is not covered here yet."""
-    if "->" in template and any(p.contains(a, p.Subquery) for a in args):
-        raise p.NotYet(f"{name} of a subquery's value is not covered by this front end yet")
-
-
-def _check_template(name: str, template: str, nargs: int) -> None:
-    """Refuse a catalog template that only illustrates the call: one that shows an
-    argument by a sample value (`date_trunc('day', {1})`, `lag({0}, 1)`), a JSON path
-    helper, or a value the server computes (`<...>`). The sqlglot path rewrites those."""
-    if (not template or template.startswith("<") or "'<" in template or template == "rewrite" or "path(" in template
-            or any(f"{{{i}}}" not in template for i in range(nargs))):
-        raise p.NotYet(f"{name} is not covered by this front end yet")
-
-
-@lru_cache(maxsize=4096)
-def _parsed_template(template: str, nargs: int) -> exp.Expression:
-    text = template
-    for i in range(nargs):
-        text = text.replace(f"{{{i}}}", f"__arg{i}__")
-    return pg_functions.exact_percentiles(sqlglot.parse_one(text, read="spark"))
-
-
-def _template(template: str, args: list[exp.Expression]) -> exp.Expression:
-    tree = _parsed_template(template, len(args)).copy()
-
-    def fill(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.name.startswith("__arg") and node.name.endswith("__"):
-            return exp.Paren(this=args[int(node.name[5:-2])].copy())
-        return node
-
-    return tree.transform(fill)
 
 
 def _distinct_args(call: exp.Expression) -> exp.Expression:

@@ -32,6 +32,7 @@ _NUMERIC_SERIES = (
 _TIMESTAMPS = ("timestamp without time zone", "timestamp with time zone")
 
 Filler = Callable[[str, list[exp.Expression]], exp.Expression]  # a template filled with arguments
+Keep = Callable[[list[exp.Expression]], exp.Expression]  # a condition, given the values' columns
 
 
 def select(rel: p.TableFunction, args: list[exp.Expression], var: str, filled: Filler) -> exp.Select:
@@ -41,18 +42,36 @@ def select(rel: p.TableFunction, args: list[exp.Expression], var: str, filled: F
 
 
 def generator(rel: p.TableFunction, args: list[exp.Expression], var: str, filled: Filler,
-              first: int, outer: bool = False) -> exp.Expression:
+              first: int, outer: bool = False, keep: Keep | None = None) -> exp.Expression:
     """The select item of `rel`'s values, its columns named c{first}, c{first + 1}, ...;
-    `outer`: a row of NULLs where there are no values (Spark's explode_outer)."""
+    `outer`: a row of NULLs where there are no values (Spark's explode_outer); `keep`: the
+    condition the values kept meet, given their columns (a LEFT JOIN's ON)."""
     values = _values(rel.func, args, rel.columns[0].type, var, filled)
     if rel.ordinality:
         values = _numbered(rel, values, var, filled)
-    elif len(rel.columns) == 1:
+    if keep is not None:
+        values = _kept(rel, values, f"{var}_k", keep)
+    if len(rel.columns) == 1:
         explode = exp.Anonymous(this="explode_outer", expressions=[values]) if outer else exp.Explode(this=values)
         return exp.Alias(this=explode, alias=exp.to_identifier(f"c{first}"))
     names = [exp.to_identifier(f"c{first + i}") for i in range(len(rel.columns))]
     inline = "inline_outer" if outer else "inline"
     return exp.Aliases(this=exp.Anonymous(this=inline, expressions=[values]), expressions=names)
+
+
+def _kept(rel: p.TableFunction, values: exp.Expression, var: str, keep: Keep) -> exp.Expression:
+    """The values `keep` holds for, in order: Spark's filter, each value's columns read off
+    the element (the value itself, a record's fields, or _numbered's)."""
+    element = exp.column(var)
+    if rel.ordinality:
+        fields = [exp.Dot(this=element.copy(), expression=exp.to_identifier(f"f{i}")) for i in range(len(rel.columns))]
+    elif len(rel.columns) > 1:
+        fields = [exp.Dot(this=element.copy(), expression=exp.to_identifier(c.name)) for c in rel.columns]
+    else:
+        fields = [element]
+    condition = exp.Coalesce(this=keep(fields), expressions=[exp.false()])  # NULL keeps nothing
+    return exp.Anonymous(this="filter", expressions=[values, exp.Lambda(this=condition,
+                                                                        expressions=[exp.to_identifier(var)])])
 
 
 def _numbered(rel: p.TableFunction, values: exp.Expression, var: str, filled: Filler) -> exp.Expression:
@@ -67,12 +86,12 @@ def _numbered(rel: p.TableFunction, values: exp.Expression, var: str, filled: Fi
 
 
 def lockstep(funcs: tuple[p.TableFunction, ...], args: list[list[exp.Expression]], variables: list[str],
-             filled: Filler, first: int, outer: bool = False) -> exp.Expression:
+             filled: Filler, first: int, outer: bool = False, keep: Keep | None = None) -> exp.Expression:
     """The select item of several functions' values side by side, as PostgreSQL runs the
     set-returning functions of a select list: as many rows as the longest gives, the
     others NULL past their end (arrays_zip pads so; a NULL array counts as empty)."""
     if len(funcs) == 1:
-        return generator(funcs[0], args[0], variables[0], filled, first, outer)
+        return generator(funcs[0], args[0], variables[0], filled, first, outer, keep)
     arrays = [exp.Coalesce(this=_values(f.func, a, f.columns[0].type, v, filled),
                            expressions=[exp.Anonymous(this="array", expressions=[])])
               for f, a, v in zip(funcs, args, variables, strict=True)]

@@ -187,7 +187,7 @@ def test_function_in_from_errors(sql, sqlstate, message):
 
 
 def test_functions_in_from_not_covered_yet_go_to_the_older_path():
-    for sql in ("SELECT * FROM t1 LEFT JOIN generate_series(1, a) g ON g > 1",
+    for sql in ("SELECT * FROM t1 LEFT JOIN generate_series(1, a) g ON g > (SELECT 1)",
                 "SELECT * FROM ROWS FROM (generate_series(1, 3))",
                 "SELECT * FROM pg_get_keywords()"):
         with pytest.raises(p.NotYet):
@@ -208,6 +208,8 @@ def test_a_function_joined_to_the_items_it_names_is_a_flat_map():
     flat = _first(outer, p.FlatMap)
     assert flat.outer and flat.funcs[0].ordinality
     assert [c.name for c in p.columns(outer)][-2:] == ["g", "ordinality"]
+    kept = _first(_bind("SELECT * FROM t1 LEFT JOIN generate_series(1, a) g ON g > b"), p.FlatMap)
+    assert kept.outer and kept.on is not None  # the condition filters the function's values per row
     plain = _bind("SELECT * FROM t1 LEFT JOIN generate_series(1, 3) g ON g = a")  # naming nothing: a join
     assert _first(plain, p.Join).kind is p.JoinKind.LEFT
     with pytest.raises(SqlError) as err:
