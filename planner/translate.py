@@ -114,6 +114,7 @@ def _resolve(tree: exp.Expression, resolve: Resolver, ctx: SessionContext,
     _check_with_names(tree)
     _refuse_outer_function_joins(tree)
     _refuse_ordinality(tree)
+    _refuse_row_order(tree)
     tree = tree.copy()
     pg_functions.mark_user_arithmetic(tree)
     names = _written_names(tree)
@@ -181,6 +182,15 @@ def _refuse_ordinality(tree: exp.Expression) -> None:
             any(t.args.get("ordinality") for t in tree.find_all(exp.Table)):
         raise SqlError(FEATURE_NOT_SUPPORTED, "WITH ORDINALITY is not supported in a query with a system catalog, "
                                               "ROWS FROM or a column definition list")
+
+
+def _refuse_row_order(tree: exp.Expression) -> None:
+    """ORDER BY (a, b) sorts field by field, a NULL field last (record_cmp): Spark would
+    sort its struct with NULLs first. The front end of our own takes the fields apart."""
+    for ordered in tree.find_all(exp.Ordered):
+        if isinstance(ordered.this, (exp.Tuple, exp.Struct)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ORDER BY a row value is not supported in a query with a system "
+                                                  "catalog", hint="Order by the fields one by one.")
 
 
 def _refuse_outer_function_joins(tree: exp.Expression) -> None:

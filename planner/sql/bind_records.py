@@ -31,6 +31,19 @@ TAKERS = frozenset(("to_json", "row_to_json", "to_jsonb", "json_agg", "jsonb_agg
                     "concat", "concat_ws"))  # these two: its text (planner.sql.spark_records)
 
 
+def order_fields(value: p.Expr, sort: dict) -> tuple[p.Expr, ...] | None:
+    """The fields an ORDER BY item (`sort`) of row value `value` sorts by, in turn, each
+    with the item's direction and the NULL order record_cmp gives a field (NULL above any
+    value); None for a value that is not a row."""
+    if not isinstance(value, p.Record):
+        return None
+    if sort.get("sortby_nulls", "SORTBY_NULLS_DEFAULT") != "SORTBY_NULLS_DEFAULT":
+        raise p.NotYet("ORDER BY a row value with NULLS FIRST or LAST is not covered yet")
+    if any(isinstance(f, p.Record) for f in value.fields):
+        raise p.NotYet("ORDER BY a row value holding a row value is not covered yet")
+    return value.fields
+
+
 class RecordBinding:
     """Whole-row references and ROW constructors of `planner.sql.bind.Binder`."""
 
@@ -38,6 +51,22 @@ class RecordBinding:
     _operator: Any  # Binder._operator: an operator's name and arguments → a bound call
     _distinct_from: Any  # Binder._distinct_from
     _levels: list[Any]  # Binder._levels: each with its .scope
+
+    @staticmethod
+    def _record_order(key: p.SortKey, value: p.Expr, sort: dict, exprs: list[p.Expr],
+                      hidden: list[p.Expr]) -> list[p.SortKey]:
+        """ORDER BY `value` by `key`: a row value field by field, as record_cmp compares rows
+        (a NULL field above any value: last ascending, first descending), each field a
+        column of the select list or of `hidden` (where it joins); any other value as it is."""
+        fields = order_fields(value, sort)
+        if fields is None:
+            return [key]
+        keys = []
+        for field in fields:
+            if field not in exprs + hidden:
+                hidden.append(field)
+            keys.append(p.SortKey((exprs + hidden).index(field), key.descending, key.descending))
+        return keys
 
     def _whole_row(self, table: str, schema: str | None, n: dict) -> p.Record | None:
         """`table` (or `schema.table`) as a row value, at the nearest level with a FROM item of

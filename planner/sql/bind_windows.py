@@ -23,6 +23,7 @@ from planner.errors import FEATURE_NOT_SUPPORTED, WRONG_OBJECT_TYPE, SqlError
 from planner.functions import ORDERED_SET, Kind
 from planner.sql import coerce
 from planner.sql import plan as p
+from planner.sql.bind_records import order_fields
 from planner.sql.resolve import resolved_call
 
 GROUPING_ERROR = "42803"
@@ -105,8 +106,10 @@ class WindowBinding:
         order = []
         for item in over.get("orderClause") or ():
             sort = item["SortBy"]
-            key = sort_key(0, sort)
-            order.append(p.WindowKey(self.expr(sort["node"]), key.descending, key.nulls_first))
+            key, value = sort_key(0, sort), self.expr(sort["node"])
+            fields = order_fields(value, sort)  # a row value: field by field, NULL last ascending
+            order += ([p.WindowKey(f, key.descending, key.descending) for f in fields] if fields is not None
+                      else [p.WindowKey(value, key.descending, key.nulls_first)])
         frame = self._frame(over, order, where)
         return p.WindowCall(func, bound, partition, tuple(order), result, frame, condition)
 

@@ -69,8 +69,9 @@ def test_the_row_of_an_outer_join_s_nullable_side_is_refused():
 
 @pytest.mark.parametrize("sql", [
     "SELECT upper(t) FROM t",  # a function that takes no row
-    "SELECT t FROM t ORDER BY t",  # ordering, grouping, DISTINCT: its text does not sort as its fields
-    "SELECT DISTINCT ROW(id) FROM t",
+    "SELECT t FROM t ORDER BY t NULLS FIRST",  # NULLS FIRST/LAST: the whole row's, not its fields'
+    "SELECT DISTINCT ROW(id) FROM t",  # grouping, DISTINCT: its text does not compare as its fields
+    "SELECT count(*) FROM t GROUP BY ROW(id, id)",
     "SELECT ROW(1, 2) = (SELECT ROW(1, 2))",  # a row from a subquery: its text
 ])
 def test_a_row_anywhere_else_is_left_to_the_older_path(sql):
@@ -78,6 +79,20 @@ def test_a_row_anywhere_else_is_left_to_the_older_path(sql):
         rel = _bound(sql)
         json_checks.check(rel)
         _spark(sql)
+
+
+def test_ordering_by_a_row_value_orders_by_its_fields():
+    # record_cmp: field by field, a NULL field above any value
+    top = _first_top(_bound("SELECT id FROM t ORDER BY (id, id + 1) DESC"))
+    assert [(k.descending, k.nulls_first) for k in top.order] == [(True, True), (True, True)]
+    top = _first_top(_bound("SELECT t FROM t ORDER BY t"))  # a whole row: each of its columns
+    assert len(top.order) > 1 and all((k.descending, k.nulls_first) == (False, False) for k in top.order)
+
+
+def _first_top(rel):
+    while not isinstance(rel, p.TopK):
+        rel = rel.input
+    return rel
 
 
 def test_a_row_in_the_select_list_is_its_record_out_text():

@@ -60,3 +60,12 @@ def test_the_older_path_refuses_what_it_would_answer_wrongly(sql: str, words: st
     with pytest.raises(SqlError) as err:
         spark_sql(sql)
     assert err.value.sqlstate == "0A000" and words in err.value.message
+
+
+def test_the_older_path_refuses_ordering_by_a_row_value() -> None:
+    # Spark sorts a struct with its NULL fields first; PostgreSQL's record_cmp puts them last
+    from planner.errors import SqlError
+    for sql in ("SELECT * FROM t ORDER BY (x, \"b✓\")", "SELECT row_number() OVER (ORDER BY (x, x)) FROM t"):
+        with pytest.raises(SqlError) as err:
+            spark_sql(sql)
+        assert err.value.sqlstate == "0A000" and "ORDER BY a row value" in err.value.message
