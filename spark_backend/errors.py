@@ -183,6 +183,20 @@ _WRAPPED_CAST = re.compile(r'\[CAST_INVALID_INPUT\] The value (.*?) of the type 
                            r'("\w+")')
 
 
+_AWAIT = "Exception thrown in awaitResult"
+
+
+def _out_of_resources(text: str) -> tuple[str, str] | None:
+    """Spark out of memory, or past its time to broadcast a join's side (a join of many
+    tables on a loaded machine): PostgreSQL's classes 53 and 57, said plainly."""
+    if "OutOfMemoryError" in text or "Not enough memory to build and broadcast" in text:
+        return ("53200", "out of memory: Spark ran out of memory running the query")
+    if "Could not execute broadcast in" in text:
+        return ("57014", ("canceling statement: Spark could not broadcast a side of a join in time "
+                         "(spark.sql.broadcastTimeout)"))
+    return None
+
+
 def _wrapped_cause(text: str) -> tuple[str, str] | None:
     raised = _WRAPPED_RAISED.search(text)
     if raised is not None:
@@ -263,7 +277,13 @@ def translate_spark_error(exc: BaseException) -> SqlError:
         return SqlError(*cause)
     if text.startswith("An error occurred while calling"):  # py4j's words, not the error's
         text = _java_message(text) or text
+    resources = _out_of_resources(str(exc))
+    if resources is not None:
+        return SqlError(*resources)
     message = _first_line(text) or type(exc).__name__
+    if message.startswith(_AWAIT):  # a wrapper's words: the innermost cause says what failed
+        causes = _CAUSE.findall(str(exc))
+        message = causes[-1].strip() if causes else message
     if top.startswith("DATATYPE_MISMATCH") or error_class.startswith("DATATYPE_MISMATCH"):
         return SqlError("42804", message)
     if len(sqlstate) == 5:

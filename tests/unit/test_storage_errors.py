@@ -91,3 +91,26 @@ _AWAIT = ("An error occurred while calling o43.collectToPython.\n: org.apache.sp
 def test_errors_wrapped_by_a_subquery_keep_postgresql_s_words(cause, sqlstate, words):
     err = translate_spark_error(RuntimeError(_AWAIT + cause))
     assert (err.sqlstate, err.message) == (sqlstate, words)
+
+
+AWAIT = ("An error occurred while calling o331.collectToPython.\n"
+         ": org.apache.spark.SparkException: Exception thrown in awaitResult: \n"
+         "\tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:53)\n"
+         "Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: lost task\n"
+         "Caused by: java.lang.IllegalStateException: something inside went wrong\n")
+
+
+def test_a_wrapped_failure_says_its_innermost_cause():
+    err = translate_spark_error(Py4JJavaError(AWAIT))
+    assert (err.sqlstate, err.message) == ("XX000", "something inside went wrong")
+
+
+@pytest.mark.parametrize("cause, state", [
+    ("java.util.concurrent.TimeoutException: Could not execute broadcast in 300 secs.", "57014"),
+    ("java.lang.OutOfMemoryError: Java heap space", "53200"),
+    (("org.apache.spark.sql.execution.OutOfMemorySparkException: Not enough memory to build and broadcast the "
+     "table to all worker nodes."), "53200"),
+])
+def test_spark_out_of_resources_is_postgresqls_class(cause, state):
+    err = translate_spark_error(Py4JJavaError(AWAIT + f"Caused by: {cause}\n"))
+    assert err.sqlstate == state and "Spark" in err.message
