@@ -263,7 +263,15 @@ def _spark_clause(text: str, err: SqlError) -> SqlError | None:
                     hint="sparkwire keeps every table in its own storage.", position=err.position)
 
 
+def _common_table(node: Node) -> None:
+    """A WITH list's query: INSERT, UPDATE or DELETE there (PostgreSQL's data-modifying WITH,
+    which runs it once and reads its RETURNING rows) is not carried out."""
+    if pg_parse.node_type(node["ctequery"]) != "SelectStmt":
+        raise _unsupported("a data-modifying statement in WITH", node)
+
+
 _CHECKS: dict[str, Callable[[Node], None]] = {
+    "CommonTableExpr": _common_table,
     "FuncCall": _func_call,
     "RangeFunction": _range_function,
     "A_Expr": _operator,

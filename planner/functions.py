@@ -699,7 +699,7 @@ _INTERNAL_SPARK = frozenset((
     "grouping_id",  # GROUPING(a, ...) over grouping sets: planner.sql.bind
     "format_string",  # a float's digits as a numeric (printf's %.15g): planner.sql.spark_sql
     "convert_timezone",  # AT TIME ZONE: planner.pg_timezone
-    "explode_outer", "inline_outer",  # LEFT JOIN f(…) ON true: planner.sql.spark_table_functions
+    "explode_outer", "inline_outer",  # LEFT JOIN f(…) ON c: planner.sql.spark_table_functions
 ))
 
 _CALLED = re.compile(r"([a-z_][a-z0-9_]*)\s*\(")

@@ -383,7 +383,7 @@ def _insert(s: Scanner) -> st.Insert:
         if not re.search(r"(?is)\bdefault\s+values\b", text) or columns is not None:
             raise SqlError(SYNTAX_ERROR, "syntax error in INSERT")
         source = exp.Values(expressions=[exp.Tuple(expressions=[])])  # DEFAULT VALUES: a row of defaults
-    with_ = _with_list(tree)
+    with_ = tree.args.get("with_")
     if with_ is not None and isinstance(source, exp.Query):  # WITH … INSERT … SELECT: the query reads it
         inner = source.args.get("with_")
         if inner is not None:
@@ -454,21 +454,8 @@ def _with(s: Scanner) -> st.Statement:
         node = pg_parse.parse_one(s.text)
     except SqlError:
         node = {"SelectStmt": {}}  # Materialize's AS OF, or an error _query reports
-    verb = pg_parse.node_type(node)
-    for cte in node[verb].get("withClause", {}).get("ctes", ()):
-        if pg_parse.node_type(cte["CommonTableExpr"]["ctequery"]) != "SelectStmt":
-            raise SqlError(FEATURE_NOT_SUPPORTED, "a data-modifying statement in WITH is not supported",
-                           position=cte["CommonTableExpr"].get("location", -1) + 1 or None)
-    handler = {"InsertStmt": _insert, "UpdateStmt": _update, "DeleteStmt": _delete}.get(verb)
+    handler = {"InsertStmt": _insert, "UpdateStmt": _update, "DeleteStmt": _delete}.get(pg_parse.node_type(node))
     return handler(s) if handler is not None else _query(s.text)
-
-
-def _with_list(tree: exp.Expression) -> exp.With | None:
-    """A write's WITH list; one holding a write (`WITH d AS (DELETE …)`) is refused."""
-    with_ = tree.args.get("with_")
-    if with_ is not None and any(not isinstance(cte.this, _QUERY_TYPES) for cte in with_.expressions):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "a data-modifying statement in WITH is not supported")
-    return with_
 
 
 def _update(s: Scanner) -> st.Update:
@@ -485,10 +472,9 @@ def _update(s: Scanner) -> st.Update:
     where = tree.args.get("where")
     alias = tree.this.alias or None
     returning = tree.args.get("returning")
-    from_ = tree.args.get("from_") or tree.args.get("from")
     return st.Update(table_name(tree.this), alias, tuple(assignments),
                      where.this if where is not None else None, tuple(returning.expressions) if returning else (),
-                     text, (from_.this,) if from_ is not None else (), _with_list(tree))
+                     text, tree.args.get("from_") or tree.args.get("from"), tree.args.get("with_"))
 
 
 def _delete(s: Scanner) -> st.Delete:
@@ -508,7 +494,7 @@ def _delete(s: Scanner) -> st.Delete:
         where = exp.Exists(this=exp.select("1").from_(*tree.args["using"]).where(where))
     returning = tree.args.get("returning")
     return st.Delete(table_name(tree.this), tree.this.alias or None, where,
-                     tuple(returning.expressions) if returning else (), s.text, _with_list(tree))
+                     tuple(returning.expressions) if returning else (), s.text, tree.args.get("with_"))
 
 
 def _truncate(s: Scanner) -> st.Truncate:

@@ -135,7 +135,7 @@ class Update(Statement):
     where: exp.Expression | None
     returning: tuple[exp.Expression, ...] = ()
     text: str = ""  # the statement as written: what planner.sql binds
-    from_: tuple[exp.Expression, ...] = ()  # UPDATE … FROM's list
+    from_: exp.From | None = None  # UPDATE … FROM's list
     with_: exp.With | None = None  # WITH … UPDATE: the queries it reads
 
 

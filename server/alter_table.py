@@ -90,13 +90,12 @@ async def alter_table(session: StatementContext, stmt: alt.AlterTable, params, p
             await coord.commit(_ops(planned, coord.catalog), {})
             return CommandDone("ALTER TABLE", notices=notices)
         current = await coord.current_rows(table)
-        fills: dict[int, object] = {}
-        for pos, source in enumerate(planned.sources):
-            if isinstance(source, NewColumn) and source.sequence is not None:
-                current = _one_line_per_row(current)
-                fills[pos] = _drawn(planned, source.sequence, current.num_rows)
-            elif isinstance(source, NewColumn):
-                fills[pos] = await _default_value(session, planned.table, pos, source.default)
+        new = {pos: source for pos, source in enumerate(planned.sources) if isinstance(source, NewColumn)}
+        if any(source.sequence is not None for source in new.values()):
+            current = _one_line_per_row(current)
+        fills = {pos: _drawn(planned, source.sequence, current.num_rows) if source.sequence is not None
+                 else await _default_value(session, planned.table, pos, source.default)
+                 for pos, source in new.items()}
         rows = _rewritten(current, planned, fills)
         _check_rows(planned.table, table, rows)
         await _validate_checks(coord, planned, rows)
@@ -179,15 +178,15 @@ def _drawn(planned: AlterPlan, sequence_id: str, count: int) -> pa.Array:
     range, as nextval's (a CYCLE sequence is not wound round here)."""
     k, made = next((k, s) for k, s in enumerate(planned.created) if s.id == sequence_id)
     spec = sequences.spec_of(made)
-    values = [spec.start + i * spec.increment for i in range(count)]
-    if values and not spec.minvalue <= values[-1] <= spec.maxvalue:
+    if count == 0:
+        return pa.array([], pa.int64())
+    last = spec.start + (count - 1) * spec.increment
+    if not spec.minvalue <= last <= spec.maxvalue:
         bound, word = (spec.maxvalue, "maximum") if spec.increment > 0 else (spec.minvalue, "minimum")
         raise SqlError(seq.SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
                        f'nextval: reached {word} value of sequence "{made.name}" ({bound})')
-    if values:
-        planned.created[k] = dataclasses.replace(made, details={**made.details, "last_value": values[-1],
-                                                                "is_called": True})
-    return pa.array(values, pa.int64())
+    planned.created[k] = dataclasses.replace(made, details={**made.details, "last_value": last, "is_called": True})
+    return pa.array(range(spec.start, last + spec.increment, spec.increment), pa.int64())
 
 
 def _rewritten(current: pa.Table, planned: AlterPlan, fills: dict[int, object]) -> pa.Table:

@@ -90,13 +90,13 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
         node = statement = pg_parse.parse_one(text)
         cast_from = None
         values = None
+        types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
         if write is not None:
             relations.seen[write.table] = catalog.get(write.table)  # its columns shaped the query
             if write.returning:
                 scope = dml.returning_scope(node)
                 if scope is not None:  # PostgreSQL's errors, with the FROM list in scope
-                    bind.Binder(relations, text, [param_types.get(n, coerce.UNKNOWN) for n in
-                                                  range(1, max(param_types, default=0) + 1)]).query(scope)
+                    bind.Binder(relations, text, types).query(scope)
                 node = dml.returning_select(node)
                 if node is None:
                     raise p.NotYet("no RETURNING list")
@@ -106,7 +106,6 @@ def _bind(text: str, catalog: Catalog, param_types: dict[int, SqlType], write: _
                 if found is None:
                     raise p.NotYet("this form of the statement is not covered by this front end yet")
                 node, cast_from = found
-        types = [param_types.get(n, coerce.UNKNOWN) for n in range(1, max(param_types, default=0) + 1)]
         binder = bind.Binder(relations, text, types, resolve_unknowns=cast_from is None)
         if values is not None:
             rel = dml.values_rel(statement, values, write.targets, lambda v: binder.expr_alone(v, "VALUES"))

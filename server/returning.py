@@ -62,7 +62,7 @@ def plan(item: Item, stmt: st.Insert | st.Update | st.Delete, verb: str) -> Retu
     """What the statement's RETURNING needs: None (no RETURNING), the written columns, or a Query."""
     if not stmt.returning:
         return None
-    if isinstance(stmt, st.Update) and stmt.from_:
+    if isinstance(stmt, st.Update) and stmt.from_ is not None:
         if any(_bare_star(e) for e in stmt.returning):  # PostgreSQL's * here is the FROM list's columns too
             raise _from_list_refused()
         return Query(verb)  # bound with the FROM list in scope, for PostgreSQL's errors (`_bound`)
@@ -91,7 +91,7 @@ def _bound(session: WritingSession, item: Item, stmt: st.Insert | st.Update | st
                                            lambda views: session.coord.resolver(views, session.context(), catalog),
                                            params, ptypes) if stmt.text else None
     except SqlError as e:
-        if e.sqlstate in (UNDEFINED_TABLE, UNDEFINED_COLUMN) and isinstance(stmt, st.Update) and stmt.from_:
+        if e.sqlstate in (UNDEFINED_TABLE, UNDEFINED_COLUMN) and isinstance(stmt, st.Update) and stmt.from_ is not None:
             # RETURNING is computed from the written rows alone, without the FROM list's
             raise _from_list_refused() from e
         raise

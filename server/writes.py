@@ -422,7 +422,7 @@ def _checked_column(item: Item, pos: int, col: pa.ChunkedArray) -> pa.ChunkedArr
 
 def update_select(item: Item, stmt: st.Update) -> exp.Select:
     """SELECT old columns, new columns FROM t WHERE cond — one pass for UPDATE."""
-    if stmt.from_:  # taken by the front end of our own (planner.sql.dml) when it covers the statement
+    if stmt.from_ is not None:  # taken by the front end of our own (planner.sql.dml) when it covers the statement
         raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE ... FROM is not supported in this form of the statement")
     names = item.column_names
     assigned = {}

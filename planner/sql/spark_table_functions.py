@@ -92,6 +92,7 @@ def lockstep(funcs: tuple[p.TableFunction, ...], args: list[list[exp.Expression]
     others NULL past their end (arrays_zip pads so; a NULL array counts as empty)."""
     if len(funcs) == 1:
         return generator(funcs[0], args[0], variables[0], filled, first, outer, keep)
+    assert not outer and keep is None  # a JOIN's function stands alone; a select list's run in lockstep
     arrays = [exp.Coalesce(this=_values(f.func, a, f.columns[0].type, v, filled),
                            expressions=[exp.Anonymous(this="array", expressions=[])])
               for f, a, v in zip(funcs, args, variables, strict=True)]

@@ -82,6 +82,12 @@ def test_jsonpath_operators_are_not_supported(sql):
     ("CREATE TEMP TABLE tt (a int)", "0A000", "CREATE TEMPORARY TABLE is not supported"),
     ("CREATE TEMPORARY VIEW tv AS SELECT 1", "0A000", "CREATE TEMPORARY VIEW is not supported"),
     ("SELECT * FROM t TABLESAMPLE SYSTEM (10)", "0A000", "TABLESAMPLE is not supported"),
+    # data-modifying WITH, at the top or inside a statement's query (sqlglot's syntax error before)
+    ("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", "0A000", "data-modifying statement in WITH"),
+    ("INSERT INTO t WITH d AS (UPDATE t SET a = 1 RETURNING a) SELECT a FROM d", "0A000",
+     "data-modifying statement in WITH"),
+    ("SELECT * FROM (WITH d AS (INSERT INTO t VALUES (1) RETURNING a) SELECT a FROM d) s", "0A000",
+     "data-modifying statement in WITH"),
 ])
 def test_refused_clauses_and_types(sql, sqlstate, message):
     err = _error(sql)
